@@ -1,0 +1,61 @@
+# xpv: the front door. `make demo` and `make test` do all set-up first.
+#
+#   make setup     Debian packages + DPDK driver SDK headers (idempotent, seconds when done)
+#   make build     release-ish build in build/
+#   make test      unit + integration tests (plain and ASan/UBSan builds), fuzz smoke, real-Xen e2e
+#   make demo      the main job on the simulated backend
+#   make bench     benchmarks and report
+#   make e2e-xen   real Xen (4.17 in QEMU) end-to-end checks
+#   make fuzz      libFuzzer on the response path for FUZZ_SECONDS (default 60)
+
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+MESON_OPTS  = -Ddpdk_sdk_include=$(shell scripts/setup.sh --print-sdk-dir 2>/dev/null)
+NINJA      ?= ninja
+FUZZ_SECONDS ?= 60
+
+.PHONY: all setup build build-asan test unit-test demo bench e2e-xen fuzz clean format
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS) >/dev/null
+
+$(BUILD_ASAN)/build.ninja:
+	meson setup $(BUILD_ASAN) $(MESON_OPTS) -Db_sanitize=address,undefined -Db_lundef=false \
+	  -Dbuildtype=debug -Doptimization=1 >/dev/null
+
+build: setup $(BUILD)/build.ninja
+	@$(NINJA) -C $(BUILD)
+
+build-asan: setup $(BUILD_ASAN)/build.ninja
+	@$(NINJA) -C $(BUILD_ASAN)
+
+# Everything, with one summary line at the end.
+test: build build-asan
+	@scripts/run-tests.sh --build $(BUILD) --asan $(BUILD_ASAN)
+
+# Only the unit tests of the plain build (quick).
+unit-test: build
+	@scripts/run-tests.sh --build $(BUILD) --only unit
+
+demo: build
+	@scripts/demo.sh --build $(BUILD)
+
+bench: build
+	@scripts/bench.sh --build $(BUILD)
+
+e2e-xen: build
+	@scripts/run-tests.sh --build $(BUILD) --only e2e-xen
+
+fuzz: setup
+	@scripts/fuzz.sh --seconds $(FUZZ_SECONDS)
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) build-fuzz

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// Counters, defined once: the library API and the DPDK driver's xstats both
+// take their names from the lists below.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace xpv {
+
+// Per event channel port (see evtchn/late_eoi.h).
+#define XPV_EVENT_COUNTERS(X)                                              \
+  X(events, "events taken from the event channel")                         \
+  X(spurious, "events whose handler found no work")                        \
+  X(delayed_eois, "EOIs (unmasks) delayed by the spurious-event back-off") \
+  X(unmasks, "EOIs performed")
+
+struct EventCounters {
+#define XPV_FIELD(name, doc) uint64_t name = 0;
+  XPV_EVENT_COUNTERS(XPV_FIELD)
+#undef XPV_FIELD
+};
+
+// Per netfront queue. The names are the xstats names (with the DPDK
+// driver's "rx_qN_" / "tx_qN_" style prefix added by the driver).
+#define XPV_QUEUE_COUNTERS(X)                                                           \
+  X(tx_packets, "packets handed to the backend")                                        \
+  X(tx_bytes, "bytes handed to the backend")                                            \
+  X(tx_dropped, "packets the backend answered with NETIF_RSP_DROPPED or we refused")    \
+  X(tx_errors, "packets the backend answered with NETIF_RSP_ERROR")                     \
+  X(rx_packets, "packets received")                                                     \
+  X(rx_bytes, "bytes received")                                                         \
+  X(rx_dropped, "received packets dropped (no buffer, bad response)")                   \
+  X(rx_errors, "RX responses with an error status")                                     \
+  X(notifies, "event channel notifications sent to the backend")                        \
+  X(events, "events taken from the queue's event channel(s)")                           \
+  X(spurious_events, "events whose handler found no work")                              \
+  X(delayed_eois, "EOIs delayed by the spurious-event back-off")                        \
+  X(ring_full, "transmit attempts stopped by a full TX ring or no free slot")           \
+  X(backend_errors, "protocol violations by the backend (each disconnects the device)") \
+  X(tx_reaped_in_xmit, "TX responses consumed by the transmit path (must stay 0)")      \
+  X(rx_refills, "RX ring refill batches")
+
+struct QueueCounters {
+#define XPV_FIELD(name, doc) uint64_t name = 0;
+  XPV_QUEUE_COUNTERS(XPV_FIELD)
+#undef XPV_FIELD
+};
+
+struct CounterInfo {
+  const char* name;
+  const char* doc;
+  size_t offset;  // of the uint64_t in its struct
+};
+
+inline constexpr CounterInfo kQueueCounterInfo[] = {
+#define XPV_INFO(name, doc) {#name, doc, offsetof(QueueCounters, name)},
+    XPV_QUEUE_COUNTERS(XPV_INFO)
+#undef XPV_INFO
+};
+inline constexpr size_t kQueueCounterCount =
+    sizeof(kQueueCounterInfo) / sizeof(kQueueCounterInfo[0]);
+
+inline uint64_t counter_value(const QueueCounters& c, const CounterInfo& info) {
+  return *reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(&c) + info.offset);
+}
+
+}  // namespace xpv

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+// The hypervisor services a netif frontend needs, as one small interface with
+// two implementations chosen at run time:
+//   "xen"       libxengnttab (gntshr and gnttab), libxenevtchn, libxenstore
+//   "sim:PATH"  the simulated hypervisor owned by a backend process that
+//               listens on the unix socket PATH (see src/sim/)
+//
+// Every handle is an RAII object: destroying it closes what it opened.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xpv/result.h"
+
+namespace xpv {
+
+using domid_t = uint16_t;
+using grant_ref_t = uint32_t;
+using evtchn_port_t = uint32_t;
+
+inline constexpr size_t kPageSize = 4096;
+inline constexpr domid_t kDom0 = 0;
+inline constexpr domid_t kDomidSelf = 0x7FF0;  // DOMID_SELF in xen.h
+
+// ---------------------------------------------------------------------------
+// Grant sharing (the frontend side: gntshr / gntalloc).
+
+// What happened to the pages when access to them was ended.
+struct EndAccessReport {
+  uint32_t pages = 0;         // pages in the share
+  uint32_t ended = 0;         // access ended, pages returned
+  uint32_t still_mapped = 0;  // the peer still maps them: access could not be ended now;
+                              // the pages are kept (never freed under the peer) and are
+                              // released later once the peer unmaps them
+  bool unknown = false;       // the platform cannot tell (xen: gntalloc defers by itself)
+  bool clean() const { return still_mapped == 0; }
+};
+
+class GrantSharer;
+
+// Pages allocated and granted to one domain. Contiguous in our address space.
+class SharedPages {
+ public:
+  SharedPages() = default;
+  SharedPages(GrantSharer* owner, void* addr, std::vector<grant_ref_t> refs, domid_t domid,
+              bool writable);
+  SharedPages(SharedPages&& o) noexcept;
+  SharedPages& operator=(SharedPages&& o) noexcept;
+  SharedPages(const SharedPages&) = delete;
+  SharedPages& operator=(const SharedPages&) = delete;
+  ~SharedPages();  // ends access; logs when the peer still maps a page
+
+  // Ends access now and says what happened to every page.
+  EndAccessReport end_access();
+
+  bool valid() const { return addr_ != nullptr; }
+  uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
+  uint8_t* page(size_t i) const { return data() + i * kPageSize; }
+  size_t count() const { return refs_.size(); }
+  size_t bytes() const { return refs_.size() * kPageSize; }
+  grant_ref_t ref(size_t i) const { return refs_[i]; }
+  const std::vector<grant_ref_t>& refs() const { return refs_; }
+  domid_t domid() const { return domid_; }
+  bool writable() const { return writable_; }
+
+ private:
+  GrantSharer* owner_ = nullptr;
+  void* addr_ = nullptr;
+  std::vector<grant_ref_t> refs_;
+  domid_t domid_ = 0;
+  bool writable_ = false;
+};
+
+class GrantSharer {
+ public:
+  virtual ~GrantSharer() = default;
+  // Allocates `count` zeroed pages and grants them to `domid`, writable or
+  // read-only for that domain.
+  virtual Result<SharedPages> share(domid_t domid, uint32_t count, bool writable) = 0;
+
+ protected:
+  friend class SharedPages;
+  virtual EndAccessReport unshare(void* addr, std::span<const grant_ref_t> refs) = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Grant mapping and copy (the backend side: gnttab).
+
+// One grant copy operation, GNTTABOP_copy style: each side is either a grant
+// (domain, ref, offset) or a local address.
+struct GrantCopySegment {
+  bool is_grant = false;
+  domid_t domid = 0;
+  grant_ref_t ref = 0;
+  uint16_t offset = 0;
+  void* local = nullptr;  // when !is_grant
+};
+
+struct GrantCopyOp {
+  GrantCopySegment source;
+  GrantCopySegment dest;
+  uint16_t len = 0;
+  int16_t status = 0;  // out: GNTST_* (0 okay, negative error)
+};
+
+class GrantMapper;
+
+// One mapped foreign page; unmapped on destruction.
+class GrantMapping {
+ public:
+  GrantMapping() = default;
+  GrantMapping(GrantMapper* owner, void* addr, uint64_t handle)
+      : owner_(owner), addr_(addr), handle_(handle) {}
+  GrantMapping(GrantMapping&& o) noexcept { *this = std::move(o); }
+  GrantMapping& operator=(GrantMapping&& o) noexcept;
+  GrantMapping(const GrantMapping&) = delete;
+  GrantMapping& operator=(const GrantMapping&) = delete;
+  ~GrantMapping() { reset(); }
+  void reset();
+  bool valid() const { return addr_ != nullptr; }
+  uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
+
+ private:
+  GrantMapper* owner_ = nullptr;
+  void* addr_ = nullptr;
+  uint64_t handle_ = 0;
+};
+
+class GrantMapper {
+ public:
+  virtual ~GrantMapper() = default;
+  virtual Result<GrantMapping> map(domid_t domid, grant_ref_t ref, bool writable) = 0;
+  // Performs every op; each op's status says how it went. Returns a failed
+  // Status only when the batch as a whole could not be attempted.
+  virtual Status copy(std::span<GrantCopyOp> ops) = 0;
+
+ protected:
+  friend class GrantMapping;
+  virtual void unmap(void* addr, uint64_t handle) = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Event channels (one handle = one pollable fd, any number of ports).
+//
+// Delivery follows the evtchn device: a port that fires is masked and handed
+// out by pending(); it fires again only after unmask(). That is what makes late
+// EOI possible: unmask after the handler ran.
+class EventChannel {
+ public:
+  virtual ~EventChannel() = default;
+  virtual int fd() const = 0;  // readable when pending() may have a port
+  virtual Result<evtchn_port_t> alloc_unbound(domid_t remote) = 0;
+  virtual Result<evtchn_port_t> bind_interdomain(domid_t remote, evtchn_port_t remote_port) = 0;
+  virtual Status unbind(evtchn_port_t port) = 0;
+  virtual Status notify(evtchn_port_t port) = 0;
+  // Takes one fired port, or nullopt when none is pending. Drain until nullopt.
+  virtual Result<std::optional<evtchn_port_t>> pending() = 0;
+  virtual Status unmask(evtchn_port_t port) = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Xenstore.
+
+using xs_transaction_t = uint32_t;
+inline constexpr xs_transaction_t kXsNoTransaction = 0;
+
+// One permission entry. The first entry of a node's list names its owner and
+// the access every other domain has; later entries grant specific domains.
+struct XsPermission {
+  enum Access : uint8_t { kNone = 0, kRead = 1, kWrite = 2, kBoth = 3 };
+  domid_t domid = 0;
+  Access access = kNone;
+  bool operator==(const XsPermission&) const = default;
+};
+
+// Parses Xen's textual form ("n0", "r5", "b3"...) and back.
+Result<XsPermission> parse_xs_permission(std::string_view s);
+std::string to_string(const XsPermission& p);
+
+struct XsWatchEvent {
+  std::string path;
+  std::string token;
+};
+
+class XenStore {
+ public:
+  virtual ~XenStore() = default;
+  // Paths not starting with '/' (and not special "@..." watch names) are
+  // relative to the calling domain's home, /local/domain/<domid>.
+  virtual Result<std::string> read(xs_transaction_t t, std::string_view path) = 0;
+  virtual Status write(xs_transaction_t t, std::string_view path, std::string_view value) = 0;
+  virtual Status mkdir(xs_transaction_t t, std::string_view path) = 0;
+  virtual Status rm(xs_transaction_t t, std::string_view path) = 0;  // subtree
+  virtual Result<std::vector<std::string>> directory(xs_transaction_t t, std::string_view path) = 0;
+  virtual Result<std::vector<XsPermission>> get_permissions(xs_transaction_t t,
+                                                            std::string_view path) = 0;
+  virtual Status set_permissions(xs_transaction_t t, std::string_view path,
+                                 std::span<const XsPermission> perms) = 0;
+
+  virtual Result<xs_transaction_t> transaction_start() = 0;
+  // commit (abort=false) fails with EAGAIN when a conflicting change won.
+  virtual Status transaction_end(xs_transaction_t t, bool abort) = 0;
+
+  // A watch fires once when set, then on every change to the path or below.
+  virtual Status watch(std::string_view path, std::string_view token) = 0;
+  virtual Status unwatch(std::string_view path, std::string_view token) = 0;
+  virtual int watch_fd() const = 0;  // readable when read_watch() may return an event
+  // Takes one event without blocking, or nullopt. Drain until nullopt.
+  virtual Result<std::optional<XsWatchEvent>> read_watch() = 0;
+
+  virtual Result<std::string> domain_path(domid_t domid) = 0;
+
+  // Convenience: read returning nullopt on ENOENT.
+  Result<std::optional<std::string>> try_read(xs_transaction_t t, std::string_view path);
+};
+
+// Runs fn(t) inside a transaction, retrying the whole transaction when its
+// commit meets a conflict (EAGAIN), up to `attempts` times. fn returns Status;
+// a failure from fn aborts the transaction and is returned.
+template <typename Fn>
+Status xs_transact(XenStore& xs, Fn&& fn, int attempts = 64) {
+  for (int i = 0; i < attempts; ++i) {
+    auto t = xs.transaction_start();
+    if (!t) return t.error();
+    Status s = fn(*t);
+    if (s.failed()) {
+      (void)xs.transaction_end(*t, true);
+      if (s.code() == EAGAIN) continue;
+      return s;
+    }
+    Status c = xs.transaction_end(*t, false);
+    if (c) return c;
+    if (c.code() != EAGAIN) return c;
+  }
+  return make_error(EAGAIN,
+                    format("xenstore transaction still conflicting after %d attempts", attempts));
+}
+
+// ---------------------------------------------------------------------------
+// A platform: one hypervisor connection, and factories for the handles.
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  virtual std::string name() const = 0;  // "xen" or "sim:PATH"
+  virtual domid_t self_domid() const = 0;
+  virtual Result<std::unique_ptr<GrantSharer>> open_grant_sharer() = 0;
+  virtual Result<std::unique_ptr<GrantMapper>> open_grant_mapper() = 0;
+  virtual Result<std::unique_ptr<EventChannel>> open_event_channel() = 0;
+  virtual Result<std::unique_ptr<XenStore>> open_xenstore() = 0;
+};
+
+// "xen" or "sim:PATH". An unknown spec, a missing /dev/xen, or a socket that
+// does not answer is a clear error.
+Result<std::unique_ptr<Platform>> open_platform(std::string_view spec);
+
+// The xen platform (fails with a clear error where /dev/xen is absent).
+Result<std::unique_ptr<Platform>> open_xen_platform();
+
+}  // namespace xpv
