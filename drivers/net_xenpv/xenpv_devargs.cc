@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// net_xenpv device arguments, one parser per key (as memif does), each
+// failing with the key's name and the form it expects.
+//
+//   --vdev net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02
+#include <rte_kvargs.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "xenpv.h"
+
+const char* const xenpv_valid_args[] = {"vif", "backend", "queues", "mac", "split", nullptr};
+
+namespace {
+
+struct Ctx {
+  xenpv_args* out;
+  std::string* err;
+};
+
+bool parse_uint(const char* v, unsigned long max, unsigned long* out) {
+  if (!v || !*v) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long x = std::strtoul(v, &end, 10);
+  if (errno || *end || x > max || v[0] == '-') return false;
+  *out = x;
+  return true;
+}
+
+int set_vif(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  unsigned long x = 0;
+  if (!parse_uint(v, 65535, &x)) {
+    *c->err =
+        xpv::format("%s='%s': expected a vif number 0..65535 (device/vif/N)", key, v ? v : "");
+    return -1;
+  }
+  c->out->vif = static_cast<uint32_t>(x);
+  return 0;
+}
+
+int set_backend(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  std::string s = v ? v : "";
+  if (s == "xen" || (s.starts_with("sim:") && s.size() > 4)) {
+    c->out->backend = s;
+    return 0;
+  }
+  *c->err =
+      xpv::format("%s='%s': expected 'xen' or 'sim:PATH' (an xpv-netback socket)", key, s.c_str());
+  return -1;
+}
+
+int set_queues(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  unsigned long x = 0;
+  if (!parse_uint(v, xpv::kMaxQueues, &x) || x == 0) {
+    *c->err =
+        xpv::format("%s='%s': expected a queue count 1..%u", key, v ? v : "", xpv::kMaxQueues);
+    return -1;
+  }
+  c->out->queues = static_cast<uint32_t>(x);
+  return 0;
+}
+
+int set_mac(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  auto m = xpv::parse_mac(v ? v : "");
+  if (!m) {
+    *c->err = xpv::format("%s='%s': expected a MAC address xx:xx:xx:xx:xx:xx", key, v ? v : "");
+    return -1;
+  }
+  c->out->mac = *m;
+  return 0;
+}
+
+int set_split(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  std::string s = v ? v : "";
+  if (s == "0" || s == "1") {
+    c->out->split_event_channels = s == "1";
+    return 0;
+  }
+  *c->err = xpv::format("%s='%s': expected 0 or 1 (use split event channels when offered)", key,
+                        s.c_str());
+  return -1;
+}
+
+}  // namespace
+
+bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
+  if (!params || !*params) return true;
+  // rte_kvargs_parse rejects unknown keys without saying which: find it.
+  std::string all(params);
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t comma = all.find(',', pos);
+    std::string kv = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!kv.empty()) {
+      std::string key = kv.substr(0, kv.find('='));
+      bool known = false;
+      for (const char* const* k = xenpv_valid_args; *k; ++k)
+        known |= key == *k;
+      if (!known) {
+        *err = xpv::format(
+            "unknown device argument '%s' (valid: vif=N, backend=xen|sim:PATH, "
+            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1)",
+            key.c_str());
+        return false;
+      }
+      if (kv.find('=') == std::string::npos) {
+        *err = xpv::format("device argument '%s' needs a value (%s=...)", key.c_str(), key.c_str());
+        return false;
+      }
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  struct rte_kvargs* kv = rte_kvargs_parse(params, xenpv_valid_args);
+  if (!kv) {
+    *err = xpv::format(
+        "cannot parse device arguments '%s' (expected key=value pairs separated by "
+        "commas)",
+        params);
+    return false;
+  }
+  Ctx ctx{out, err};
+  struct {
+    const char* key;
+    arg_handler_t fn;
+  } handlers[] = {{"vif", set_vif},
+                  {"backend", set_backend},
+                  {"queues", set_queues},
+                  {"mac", set_mac},
+                  {"split", set_split}};
+  bool ok = true;
+  for (auto& h : handlers) {
+    if (rte_kvargs_process(kv, h.key, h.fn, &ctx) < 0) {
+      ok = false;
+      break;
+    }
+  }
+  rte_kvargs_free(kv);
+  return ok;
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+// The netif frontend: one vif of this domain, its xenbus handshake with the
+// backend, and its TX/RX queues.
+//
+//   auto dev = xpv::Device::open({.platform = "sim:/run/xpv.sock", .queues = 2});
+//   (*dev)->connect();                      // Initialising -> Connected
+//   Queue& q = (*dev)->queue(0);
+//   q.transmit(packets);                    // copies into pre-granted pages
+//   q.receive(32, [](const RxPacket& p) { ...; return true; });
+//
+// Threading: the control path (connect, poll_control, close) runs on one
+// thread; each queue's data path (transmit, receive, poll, arm) on one thread
+// at a time (any thread). poll_control may tear a queue down when the backend
+// goes away: a data-path call that overlaps it waits for nothing and simply
+// returns 0 until the queue is connected again.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "xpv/counters.h"
+#include "xpv/platform.h"
+
+namespace xpv {
+
+using MacAddr = std::array<uint8_t, 6>;
+std::string to_string(const MacAddr& m);
+Result<MacAddr> parse_mac(std::string_view s);
+
+inline constexpr uint32_t kMaxQueues = 16;
+inline constexpr uint32_t kMaxTxSlots = 18;       // XEN_NETIF_NR_SLOTS_MIN
+inline constexpr uint32_t kMaxPacketLen = 65535;  // XEN_NETIF_MAX_TX_SIZE
+inline constexpr uint32_t kMaxRxFrags = 18;
+
+// How a queue learns that the backend answered.
+enum class QueueMode {
+  kPoll,   // backend notifications disarmed; the poll loop runs the handler
+  kEvent,  // notifications armed; the handler runs when the event channel fires
+};
+
+struct DeviceConfig {
+  std::string platform = "xen";  // "xen" or "sim:PATH"
+  uint32_t vif = 0;              // device/vif/N
+  uint32_t queues = 1;           // must not exceed the backend's multi-queue-max-queues
+  QueueMode mode = QueueMode::kPoll;
+  std::optional<MacAddr> mac;        // override of the mac xenstore gives
+  bool split_event_channels = true;  // when the backend offers them
+  uint32_t connect_timeout_ms = 15000;
+};
+
+struct BackendFeatures {
+  bool rx_copy = false;
+  bool sg = false;
+  bool split_event_channels = false;
+  uint32_t max_queues = 1;
+  bool gso_tcpv4 = false;
+  bool gso_tcpv6 = false;
+  bool ipv6_csum_offload = false;
+  bool ctrl_ring = false;
+};
+
+// One transmit segment: a buffer anywhere in memory, or inside a page the
+// queue lent out with tx_buffer() (then sent without a copy).
+struct TxSegment {
+  const void* data = nullptr;
+  uint32_t len = 0;
+};
+
+struct TxPacket {
+  const TxSegment* segs = nullptr;
+  uint16_t nsegs = 0;
+};
+
+// A received packet as a list of fragments in the queue's granted RX pages.
+// Valid only during the receive callback.
+struct RxFragment {
+  const uint8_t* data;
+  uint32_t len;
+};
+struct RxPacket {
+  const RxFragment* frags;
+  uint16_t nfrags;
+  uint32_t len;
+  uint16_t flags;  // NETRXF_* of the first slot (data_validated, csum_blank)
+};
+
+class Device;
+class QueueImpl;
+
+class Queue {
+ public:
+  // Sends packets in order; returns how many were accepted (the rest did not
+  // fit in the ring or the slot pool: retry later). Packets the backend can
+  // never take (over 64 KiB, more than 18 slots, empty) are refused: counted
+  // in tx_dropped and accepted (consumed) so that a caller does not retry
+  // them forever. At most one notification per call.
+  uint16_t transmit(std::span<const TxPacket> pkts);
+
+  // Delivers up to `max` received packets to `sink`, which returns false to
+  // stop (e.g. no mbuf left; that packet is kept for the next call).
+  template <typename Sink>
+  uint16_t receive(uint16_t max, Sink&& sink);
+
+  // Runs the response handler: in poll mode directly, in event mode only
+  // for events that fired. Returns true when it found work.
+  bool poll();
+
+  // Event mode: before sleeping on event_fd(), arm() re-arms notifications;
+  // it returns false when work is already waiting (do not sleep then).
+  bool arm();
+  int event_fd() const;
+  void set_mode(QueueMode m);
+  QueueMode mode() const;
+
+  // A page of the queue's granted TX pool for zero-copy transmit: write the
+  // packet there and pass it in a TxSegment; the page returns to the pool
+  // when the backend answers. nullptr when none is free.
+  uint8_t* tx_buffer();
+  void tx_buffer_free(uint8_t* page);
+
+  // Counters since the device was opened (kept across reconnects).
+  QueueCounters counters() const;
+  void reset_counters();
+  uint32_t index() const;
+
+ private:
+  friend class Device;
+  friend class QueueImpl;
+  explicit Queue(QueueImpl* impl) : impl_(impl) {}
+  using Deliver = bool (*)(void* ctx, const RxPacket& p);
+  uint16_t receive_raw(uint16_t max, Deliver fn, void* ctx);
+  QueueImpl* impl_;
+};
+
+template <typename Sink>
+uint16_t Queue::receive(uint16_t max, Sink&& sink) {
+  return receive_raw(
+      max,
+      [](void* ctx, const RxPacket& p) -> bool {
+        return (*static_cast<std::remove_reference_t<Sink>*>(ctx))(p);
+      },
+      &sink);
+}
+
+enum class LinkState { kDown, kUp };
+
+struct DeviceInfo {
+  domid_t self_domid = 0;
+  domid_t backend_id = 0;
+  std::string frontend_path;  // /local/domain/D/device/vif/N
+  std::string backend_path;
+  MacAddr mac{};
+  uint32_t mtu = 1500;
+  BackendFeatures features;
+  bool split_event_channels = false;  // in use
+  uint32_t queues = 0;
+};
+
+// Why the device went down last (a backend protocol violation, the backend
+// closing, the platform connection lost...).
+struct DeviceEvent {
+  LinkState link;
+  std::string reason;
+};
+
+class Device {
+ public:
+  // Opens the platform and reads the vif's configuration. Does not connect.
+  static Result<std::unique_ptr<Device>> open(const DeviceConfig& cfg);
+  ~Device();  // closes (Closing -> Closed) and ends access to every page
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // Handshake until the backend is Connected, or the timeout passes.
+  Status connect();
+  // Orderly close: Closing, wait for the backend, Closed; every page ended.
+  void close();
+
+  // Control path: handles xenstore watch events (backend state, the vif's
+  // nodes) and reconnects after the backend went away. Non-blocking.
+  // Returns true when the link state changed.
+  bool poll_control();
+  int control_fd() const;  // readable when poll_control has work
+
+  LinkState link() const;
+  const DeviceInfo& info() const;
+  uint32_t num_queues() const;
+  Queue& queue(uint32_t i);
+
+  // Called from poll_control (or connect) when the link goes up or down.
+  void set_link_callback(std::function<void(const DeviceEvent&)> cb);
+  // The last reason the link went down ("" when it never did).
+  std::string last_down_reason() const;
+  uint64_t reconnects() const;
+
+  // Every buffer of the last teardown accounted for (for tests and tools).
+  struct TeardownAccount {
+    uint64_t pages = 0;
+    uint64_t returned = 0;
+    uint64_t still_mapped = 0;
+    uint64_t unknown = 0;
+    uint64_t rx_dropped_staged = 0;  // received but never delivered
+    uint64_t tx_unanswered = 0;      // in flight when the backend went away
+  };
+  TeardownAccount teardown_account() const;
+
+ private:
+  class Impl;
+  explicit Device(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpv

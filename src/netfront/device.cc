@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: MIT
+// The netfront device: xenbus handshake (the control plane), reconnects, and
+// the queues it owns. The data path lives in queue.cc.
+//
+// Handshake, as Linux netfront and netback do it (netif-notes.md):
+//   frontend Initialising -> backend InitWait -> frontend writes its keys and
+//   Connected in one transaction -> backend maps, binds, Connected.
+// Closing/Closed on either side tears down; a backend that comes back (vif
+// reset, xl network-attach, an xpv-netback restart) is met with a fresh
+// handshake without the caller doing anything.
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "netfront/queue.h"
+#include "netfront/xenbus_keys.h"
+#include "util/log.h"
+#include "xpv/netfront.h"
+
+namespace xpv {
+
+using netif::XenbusState;
+
+std::string to_string(const MacAddr& m) {
+  return format("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+Result<MacAddr> parse_mac(std::string_view s) {
+  MacAddr m{};
+  unsigned v[6];
+  char tail;
+  std::string str(s);
+  if (std::sscanf(str.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
+                  &v[5], &tail) != 6 ||
+      str.size() != 17) {
+    return make_error(
+        EINVAL, format("'%s' is not a MAC address (expected xx:xx:xx:xx:xx:xx)", str.c_str()));
+  }
+  for (int i = 0; i < 6; ++i)
+    m[i] = static_cast<uint8_t>(v[i]);
+  return m;
+}
+
+namespace {
+
+uint64_t now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+constexpr uint64_t kCloseWaitMs = 5000;
+constexpr uint64_t kRetryMs = 500;
+constexpr uint64_t kFailBackoffMs = 1000;
+
+std::optional<XenbusState> parse_state(const std::optional<std::string>& v) {
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  long x = std::strtol(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || x < 0 || x > 8) return XenbusState::kUnknown;
+  return static_cast<XenbusState>(x);
+}
+
+const char* state_name(const std::optional<XenbusState>& s) {
+  return s ? netif::to_string(*s) : "absent";
+}
+
+}  // namespace
+
+class Device::Impl {
+ public:
+  enum class Phase {
+    kIdle,           // not connected and not trying
+    kPlatformLost,   // the platform connection died; reopening it
+    kWaitDevice,     // the vif's xenstore node does not exist (yet)
+    kNegotiate,      // walking both ends to Initialising/InitWait
+    kWaitConnected,  // our keys are written; the backend has to connect
+    kConnected,
+    kClosing,  // we went Closing; waiting for the backend to let go
+  };
+
+  explicit Impl(DeviceConfig cfg) : cfg_(std::move(cfg)) {}
+
+  Status init() {
+    if (cfg_.queues == 0 || cfg_.queues > kMaxQueues) {
+      return make_error(EINVAL,
+                        format("queues=%u is out of range (1..%u)", cfg_.queues, kMaxQueues));
+    }
+    int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) return make_error(errno, "epoll_create1: " + errno_string(errno));
+    epfd_.reset(ep);
+    auto w = make_eventfd();
+    if (!w) return w.error();
+    wake_ = std::move(*w);
+    int tf = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tf < 0) return make_error(errno, "timerfd_create: " + errno_string(errno));
+    timer_.reset(tf);
+    for (int fd : {wake_.get(), timer_.get()})
+      XPV_TRY(epoll_add(fd));
+    for (uint32_t i = 0; i < cfg_.queues; ++i) {
+      auto q = std::make_unique<QueueImpl>(i);
+      XPV_TRY(q->init());
+      q->set_mode(cfg_.mode);
+      queues_.push_back(std::move(q));
+    }
+    XPV_TRY(open_platform_and_node(/*wait_ms=*/cfg_.connect_timeout_ms));
+    return {};
+  }
+
+  ~Impl() { close(); }
+
+  // ---- platform and the vif's node ---------------------------------------
+
+  Status epoll_add(int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    if (::epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return make_error(errno, "epoll_ctl: " + errno_string(errno));
+    }
+    return {};
+  }
+
+  Status open_platform_and_node(uint32_t wait_ms) {
+    auto p = open_platform(cfg_.platform);
+    if (!p) return p.error();
+    auto xs = (*p)->open_xenstore();
+    if (!xs) return xs.error();
+    auto sh = (*p)->open_grant_sharer();
+    if (!sh) return sh.error();
+    plat_ = std::move(*p);
+    xs_ = std::move(*xs);
+    sharer_ = std::move(*sh);
+    XPV_TRY(epoll_add(xs_->watch_fd()));
+    info_.self_domid = plat_->self_domid();
+    info_.frontend_path = format("/local/domain/%u/device/vif/%u", info_.self_domid, cfg_.vif);
+    // Watch our vif's directory: it appears when the toolstack (or
+    // xpv-netback) creates the vif, and disappears on network-detach.
+    XPV_TRY(xs_->watch(info_.frontend_path, "fe"));
+    be_watched_.clear();
+    // The vif may not exist yet (xpv-netback creates it when we connect).
+    const uint64_t deadline = now_ms() + wait_ms;
+    for (;;) {
+      auto be = xs_->try_read(kXsNoTransaction, info_.frontend_path + "/backend");
+      if (!be) return be.error();
+      if (*be) break;
+      if (now_ms() >= deadline) {
+        return make_error(ENODEV,
+                          format("%s does not exist: this domain has no vif %u (platform "
+                                 "%s)",
+                                 info_.frontend_path.c_str(), cfg_.vif, plat_->name().c_str()));
+      }
+      pollfd pf{xs_->watch_fd(), POLLIN, 0};
+      ::poll(&pf, 1, 50);
+      drain_watches();
+    }
+    return read_info();
+  }
+
+  // Reads the vif's configuration and the backend's features.
+  Status read_info() {
+    auto rd = [&](const std::string& path) { return xs_->try_read(kXsNoTransaction, path); };
+    auto be = rd(info_.frontend_path + "/backend");
+    if (!be) return be.error();
+    if (!*be) return make_error(ENODEV, info_.frontend_path + " has no backend node");
+    info_.backend_path = **be;
+    auto bid = rd(info_.frontend_path + "/backend-id");
+    if (!bid) return bid.error();
+    info_.backend_id = *bid ? static_cast<domid_t>(std::strtoul((*bid)->c_str(), nullptr, 10)) : 0;
+    if (cfg_.mac) {
+      info_.mac = *cfg_.mac;
+    } else {
+      auto mac = rd(info_.frontend_path + "/mac");
+      if (!mac) return mac.error();
+      if (!*mac) return make_error(ENODEV, info_.frontend_path + "/mac is missing");
+      auto m = parse_mac(**mac);
+      if (!m) return make_error(EPROTO, info_.frontend_path + "/mac: " + m.error().message);
+      info_.mac = *m;
+    }
+    auto mtu = rd(info_.frontend_path + "/mtu");
+    if (!mtu) return mtu.error();
+    info_.mtu = *mtu ? static_cast<uint32_t>(std::strtoul((*mtu)->c_str(), nullptr, 10)) : 1500;
+    if (info_.mtu < 68 || info_.mtu > 65535 - 14) info_.mtu = 1500;
+    BackendFeatures& f = info_.features;
+    auto flag = [&](const char* key, bool* out) -> Status {
+      auto v = rd(info_.backend_path + "/" + key);
+      if (!v) return v.error();
+      *out = *v && **v == "1";
+      return {};
+    };
+    XPV_TRY(flag("feature-rx-copy", &f.rx_copy));
+    XPV_TRY(flag("feature-sg", &f.sg));
+    XPV_TRY(flag("feature-split-event-channels", &f.split_event_channels));
+    XPV_TRY(flag("feature-gso-tcpv4", &f.gso_tcpv4));
+    XPV_TRY(flag("feature-gso-tcpv6", &f.gso_tcpv6));
+    XPV_TRY(flag("feature-ipv6-csum-offload", &f.ipv6_csum_offload));
+    XPV_TRY(flag("feature-ctrl-ring", &f.ctrl_ring));
+    auto mq = rd(info_.backend_path + "/multi-queue-max-queues");
+    if (!mq) return mq.error();
+    f.max_queues = *mq ? static_cast<uint32_t>(std::strtoul((*mq)->c_str(), nullptr, 10)) : 1;
+    if (f.max_queues == 0) f.max_queues = 1;
+    if (be_watched_ != info_.backend_path) {
+      if (!be_watched_.empty()) (void)xs_->unwatch(be_watched_ + "/state", "be");
+      XPV_TRY(xs_->watch(info_.backend_path + "/state", "be"));
+      be_watched_ = info_.backend_path;
+    }
+    return {};
+  }
+
+  // Requirements the backend must meet for this configuration.
+  Status check_features() {
+    const BackendFeatures& f = info_.features;
+    if (!f.rx_copy) {
+      return make_error(EPROTONOSUPPORT, format("backend %s does not offer feature-rx-copy, which "
+                                                "netback requires and this frontend needs",
+                                                info_.backend_path.c_str()));
+    }
+    if (cfg_.queues > f.max_queues) {
+      return make_error(EINVAL, format("asked for %u queues but backend %s allows at most %u "
+                                       "(multi-queue-max-queues)",
+                                       cfg_.queues, info_.backend_path.c_str(), f.max_queues));
+    }
+    return {};
+  }
+
+  void drain_watches() {
+    if (!xs_) return;
+    for (int i = 0; i < 1000; ++i) {
+      auto e = xs_->read_watch();
+      if (!e) {
+        if (e.error().code == ENOTCONN) platform_lost(e.error().message);
+        return;
+      }
+      if (!*e) return;
+    }
+  }
+
+  // ---- state machine -------------------------------------------------------
+
+  void set_phase(Phase p) {
+    if (p != phase_)
+      log_debug("vif %u: phase %d -> %d", cfg_.vif, static_cast<int>(phase_), static_cast<int>(p));
+    phase_ = p;
+  }
+
+  void link_changed(LinkState l, const std::string& reason) {
+    if (l == link_) return;
+    link_ = l;
+    link_dirty_ = true;
+    if (l == LinkState::kDown) {
+      std::lock_guard lk(mu_);
+      last_down_reason_ = reason;
+    }
+    log_info("vif %u: link %s%s%s", cfg_.vif, l == LinkState::kUp ? "up" : "down",
+             reason.empty() ? "" : ": ", reason.c_str());
+    if (cb_) cb_(DeviceEvent{l, reason});
+  }
+
+  Status write_state(XenbusState s) {
+    return xs_->write(kXsNoTransaction, info_.frontend_path + "/state",
+                      std::to_string(static_cast<int>(s)));
+  }
+
+  void stop_queues() {
+    for (auto& q : queues_)
+      q->stop();
+  }
+
+  void teardown_queues() {
+    TeardownAccount acc;
+    for (auto& q : queues_) {
+      q->stop();
+      QueueTeardown t = q->teardown();
+      acc.pages += t.pages.pages;
+      acc.returned += t.pages.returned;
+      acc.still_mapped += t.pages.still_mapped;
+      acc.unknown += t.pages.unknown ? t.pages.pages : 0;
+      acc.rx_dropped_staged += t.rx_dropped_staged;
+      acc.tx_unanswered += t.tx_unanswered;
+    }
+    if (acc.pages) {
+      std::lock_guard lk(mu_);
+      account_ = acc;
+    }
+  }
+
+  // Sets up every queue and writes our keys and state Connected in one
+  // transaction, after removing whatever an earlier frontend left behind.
+  Status connect_keys() {
+    XPV_TRY(read_info());
+    XPV_TRY(check_features());
+    const bool split = cfg_.split_event_channels && info_.features.split_event_channels;
+    info_.split_event_channels = split;
+    info_.queues = cfg_.queues;
+    for (auto& q : queues_) {
+      Status s =
+          q->setup(*plat_, *sharer_, info_.backend_id, split, info_.features.sg, wake_.get());
+      if (s.failed()) {
+        teardown_queues();
+        return make_error(s.code(),
+                          format("setting up queue %u: %s", q->index(), s.message().c_str()));
+      }
+    }
+    std::vector<QueueKeys> keys;
+    for (auto& q : queues_)
+      keys.push_back(q->keys());
+    XenbusKeys k{info_.frontend_path, keys, info_.features.sg};
+    Status s = xs_transact(*xs_, [&](xs_transaction_t t) -> Status {
+      XPV_TRY(remove_stale_keys(*xs_, t, info_.frontend_path));
+      return write_frontend_keys(*xs_, t, k);
+    });
+    if (s.failed()) {
+      teardown_queues();
+      return make_error(s.code(), "writing the frontend's keys: " + s.message());
+    }
+    log_info(
+        "vif %u: keys written (%u queue%s, %s event channels), state Connected; waiting for "
+        "backend %s",
+        cfg_.vif, cfg_.queues, cfg_.queues == 1 ? "" : "s", split ? "split" : "shared",
+        info_.backend_path.c_str());
+    return {};
+  }
+
+  std::string backend_error_text() {
+    // xenbus_dev_fatal writes "error" under the device's error node; our
+    // backend writes it under its own directory. Try both.
+    for (const std::string& p :
+         {info_.backend_path + "/error",
+          format("/local/domain/%u/error%s/error", info_.backend_id, info_.backend_path.c_str())}) {
+      auto v = xs_->try_read(kXsNoTransaction, p);
+      if (v && *v && !(*v)->empty()) return **v;
+    }
+    return {};
+  }
+
+  void platform_lost(const std::string& why) {
+    if (phase_ == Phase::kPlatformLost) return;
+    log_error("vif %u: %s", cfg_.vif, why.c_str());
+    stop_queues();
+    teardown_queues();
+    link_changed(LinkState::kDown, why);
+    if (xs_) ::epoll_ctl(epfd_.get(), EPOLL_CTL_DEL, xs_->watch_fd(), nullptr);
+    xs_.reset();
+    sharer_.reset();
+    plat_.reset();
+    set_phase(Phase::kPlatformLost);
+    retry_at_ = now_ms();
+  }
+
+  // One step of the state machine: look at both ends and act.
+  void step() {
+    if (!want_connected_) return;
+    const uint64_t now = now_ms();
+    if (phase_ == Phase::kPlatformLost) {
+      if (now < retry_at_) return;
+      Status s = open_platform_and_node(0);
+      if (s.failed()) {
+        if (xs_) ::epoll_ctl(epfd_.get(), EPOLL_CTL_DEL, xs_->watch_fd(), nullptr);
+        xs_.reset();
+        sharer_.reset();
+        plat_.reset();
+        log_debug("vif %u: platform not back yet: %s", cfg_.vif, s.message().c_str());
+        retry_at_ = now + kRetryMs;
+        return;
+      }
+      log_info("vif %u: platform %s is back; we are domain %u now", cfg_.vif, cfg_.platform.c_str(),
+               info_.self_domid);
+      set_phase(Phase::kNegotiate);
+    }
+    // A queue that caught the backend breaking the protocol.
+    for (auto& q : queues_) {
+      if (q->broken() && (phase_ == Phase::kConnected || phase_ == Phase::kWaitConnected)) {
+        begin_close(q->broken_reason());
+        break;
+      }
+    }
+    auto fe_dir = xs_->try_read(kXsNoTransaction, info_.frontend_path + "/backend");
+    if (!fe_dir) {
+      if (fe_dir.error().code == ENOTCONN) platform_lost(fe_dir.error().message);
+      return;
+    }
+    if (!*fe_dir) {
+      // The vif was removed (network-detach): its backend is gone with it.
+      if (phase_ != Phase::kWaitDevice) {
+        stop_queues();
+        teardown_queues();
+        link_changed(LinkState::kDown, "the vif's xenstore node was removed");
+        set_phase(Phase::kWaitDevice);
+      }
+      return;
+    }
+    if (phase_ == Phase::kWaitDevice) {
+      Status s = read_info();
+      if (s.failed()) return;
+      set_phase(Phase::kNegotiate);
+    }
+    if (**fe_dir != info_.backend_path) {
+      Status s = read_info();  // the backend moved
+      if (s.failed()) return;
+    }
+    auto fe = parse_state(*xs_->try_read(kXsNoTransaction, info_.frontend_path + "/state"));
+    auto bs_raw = xs_->try_read(kXsNoTransaction, info_.backend_path + "/state");
+    if (!bs_raw) return;
+    auto be = parse_state(*bs_raw);
+
+    switch (phase_) {
+      case Phase::kIdle:
+        set_phase(Phase::kNegotiate);
+        [[fallthrough]];
+      case Phase::kNegotiate: {
+        if (now < retry_at_) return;
+        if (be == XenbusState::kInitWait) {
+          Status s = connect_keys();
+          if (s.failed()) {
+            fail(s);
+            return;
+          }
+          set_phase(Phase::kWaitConnected);
+          deadline_ = now + cfg_.connect_timeout_ms;
+        } else if (be == XenbusState::kConnected || be == XenbusState::kInitialised ||
+                   be == XenbusState::kClosing || be == XenbusState::kReconfiguring ||
+                   be == XenbusState::kReconfigured) {
+          // The backend still serves an earlier frontend: walk it down.
+          if (fe != XenbusState::kClosing && fe != XenbusState::kClosed) {
+            (void)write_state(XenbusState::kClosing);
+          } else if (fe == XenbusState::kClosing && be == XenbusState::kClosing) {
+            (void)write_state(XenbusState::kClosed);
+          }
+        } else {
+          // Closed, Initialising, Unknown or absent: announce ourselves.
+          if (fe != XenbusState::kInitialising) (void)write_state(XenbusState::kInitialising);
+        }
+        return;
+      }
+      case Phase::kWaitConnected:
+        if (be == XenbusState::kConnected) {
+          for (auto& q : queues_)
+            q->start();
+          set_phase(Phase::kConnected);
+          if (ever_connected_) ++reconnects_;
+          ever_connected_ = true;
+          fatal_.reset();
+          link_changed(LinkState::kUp, "");
+        } else if (be == XenbusState::kClosing || be == XenbusState::kClosed || !be ||
+                   now >= deadline_) {
+          std::string why = backend_error_text();
+          if (why.empty()) {
+            why = now >= deadline_
+                      ? format("backend did not connect within %u ms", cfg_.connect_timeout_ms)
+                      : format("backend went %s instead of Connected", state_name(be));
+          }
+          fail(make_error(ECONNREFUSED, format("backend %s refused the connection: %s",
+                                               info_.backend_path.c_str(), why.c_str())));
+        }
+        return;
+      case Phase::kConnected:
+        if (be != XenbusState::kConnected) {
+          begin_close(
+              format("backend %s switched to %s", info_.backend_path.c_str(), state_name(be)));
+        }
+        return;
+      case Phase::kClosing:
+        if (!be || be == XenbusState::kClosing || be == XenbusState::kClosed ||
+            be == XenbusState::kInitWait || be == XenbusState::kUnknown || now >= deadline_) {
+          teardown_queues();
+          (void)write_state(XenbusState::kClosed);
+          set_phase(Phase::kNegotiate);
+          retry_at_ = std::max(retry_at_, now + 50);
+        }
+        return;
+      case Phase::kWaitDevice:
+      case Phase::kPlatformLost:
+        return;
+    }
+  }
+
+  // Stops the data path and starts the orderly close of the current
+  // connection; the handshake starts again once the backend let go.
+  void begin_close(const std::string& reason) {
+    stop_queues();
+    link_changed(LinkState::kDown, reason);
+    (void)write_state(XenbusState::kClosing);
+    set_phase(Phase::kClosing);
+    deadline_ = now_ms() + kCloseWaitMs;
+  }
+
+  // The connection attempt failed: remember why, close our side, retry later.
+  void fail(const Status& s) {
+    log_error("vif %u: %s", cfg_.vif, s.message().c_str());
+    fatal_ = s.error();
+    stop_queues();
+    teardown_queues();
+    (void)write_state(XenbusState::kClosing);
+    set_phase(Phase::kClosing);
+    deadline_ = now_ms() + kCloseWaitMs;
+    retry_at_ = now_ms() + kFailBackoffMs;
+  }
+
+  void arm_timer() {
+    uint64_t due = 0;
+    auto consider = [&](uint64_t t) {
+      if (t && (!due || t < due)) due = t;
+    };
+    if (phase_ == Phase::kPlatformLost || phase_ == Phase::kNegotiate) consider(retry_at_);
+    if (phase_ == Phase::kWaitConnected || phase_ == Phase::kClosing) consider(deadline_);
+    itimerspec its{};
+    if (due) {
+      uint64_t now = now_ms();
+      uint64_t in = due > now ? due - now : 1;
+      its.it_value.tv_sec = static_cast<time_t>(in / 1000);
+      its.it_value.tv_nsec = static_cast<long>((in % 1000) * 1'000'000);
+    }
+    ::timerfd_settime(timer_.get(), 0, &its, nullptr);
+  }
+
+  bool poll_control() {
+    eventfd_drain(wake_.get());
+    uint64_t exp;
+    (void)!::read(timer_.get(), &exp, sizeof exp);
+    drain_watches();
+    // Several steps: each reacts to what the previous one wrote.
+    for (int i = 0; i < 4; ++i) {
+      Phase before = phase_;
+      step();
+      if (phase_ == before) break;
+    }
+    arm_timer();
+    bool changed = link_dirty_;
+    link_dirty_ = false;
+    return changed;
+  }
+
+  Status connect() {
+    want_connected_ = true;
+    fatal_.reset();
+    retry_at_ = 0;
+    if (phase_ == Phase::kIdle) set_phase(Phase::kNegotiate);
+    const uint64_t deadline = now_ms() + cfg_.connect_timeout_ms;
+    for (;;) {
+      poll_control();
+      if (phase_ == Phase::kConnected) return {};
+      if (fatal_) {
+        Error e = *fatal_;
+        close();
+        return e;
+      }
+      uint64_t now = now_ms();
+      if (now >= deadline) {
+        close();
+        return make_error(ETIMEDOUT, format("vif %u: no connection with backend %s within %u ms "
+                                            "(backend state stayed %s)",
+                                            cfg_.vif, info_.backend_path.c_str(),
+                                            cfg_.connect_timeout_ms, last_backend_state().c_str()));
+      }
+      pollfd pf{epfd_.get(), POLLIN, 0};
+      ::poll(&pf, 1, static_cast<int>(std::min<uint64_t>(deadline - now, 100)));
+    }
+  }
+
+  std::string last_backend_state() {
+    if (!xs_) return "unknown (no platform)";
+    auto v = xs_->try_read(kXsNoTransaction, info_.backend_path + "/state");
+    if (!v || !*v) return "absent";
+    return state_name(parse_state(*v));
+  }
+
+  void close() {
+    want_connected_ = false;
+    if (phase_ == Phase::kIdle) return;
+    stop_queues();
+    if (xs_ && (phase_ == Phase::kConnected || phase_ == Phase::kWaitConnected ||
+                phase_ == Phase::kClosing)) {
+      (void)write_state(XenbusState::kClosing);
+      const uint64_t deadline = now_ms() + kCloseWaitMs;
+      while (now_ms() < deadline) {
+        auto v = xs_->try_read(kXsNoTransaction, info_.backend_path + "/state");
+        if (!v) break;
+        auto be = parse_state(*v);
+        if (!be || be == XenbusState::kClosing || be == XenbusState::kClosed) break;
+        pollfd pf{xs_->watch_fd(), POLLIN, 0};
+        ::poll(&pf, 1, 20);
+        drain_watches();
+      }
+    }
+    teardown_queues();
+    if (xs_) {
+      (void)write_state(XenbusState::kClosed);
+      // Leave nothing behind that could break the next frontend's connect.
+      (void)xs_transact(*xs_, [&](xs_transaction_t t) {
+        return remove_stale_keys(*xs_, t, info_.frontend_path);
+      });
+    }
+    link_changed(LinkState::kDown, "closed");
+    set_phase(Phase::kIdle);
+  }
+
+  DeviceConfig cfg_;
+  std::unique_ptr<Platform> plat_;
+  std::unique_ptr<XenStore> xs_;
+  std::unique_ptr<GrantSharer> sharer_;
+  std::vector<std::unique_ptr<QueueImpl>> queues_;
+  DeviceInfo info_;
+  std::string be_watched_;
+  Phase phase_ = Phase::kIdle;
+  LinkState link_ = LinkState::kDown;
+  bool link_dirty_ = false;
+  bool want_connected_ = false;
+  bool ever_connected_ = false;
+  uint64_t reconnects_ = 0;
+  uint64_t deadline_ = 0;
+  uint64_t retry_at_ = 0;
+  std::optional<Error> fatal_;
+  std::function<void(const DeviceEvent&)> cb_;
+  UniqueFd epfd_, wake_, timer_;
+  mutable std::mutex mu_;
+  std::string last_down_reason_;
+  TeardownAccount account_;
+};
+
+// ---------------------------------------------------------------------------
+
+Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Device::~Device() = default;
+
+Result<std::unique_ptr<Device>> Device::open(const DeviceConfig& cfg) {
+  auto impl = std::make_unique<Impl>(cfg);
+  Status s = impl->init();
+  if (s.failed()) return s.error();
+  return std::unique_ptr<Device>(new Device(std::move(impl)));
+}
+
+Status Device::connect() {
+  return impl_->connect();
+}
+void Device::close() {
+  impl_->close();
+}
+bool Device::poll_control() {
+  return impl_->poll_control();
+}
+int Device::control_fd() const {
+  return impl_->epfd_.get();
+}
+LinkState Device::link() const {
+  return impl_->link_;
+}
+const DeviceInfo& Device::info() const {
+  return impl_->info_;
+}
+uint32_t Device::num_queues() const {
+  return static_cast<uint32_t>(impl_->queues_.size());
+}
+Queue& Device::queue(uint32_t i) {
+  return impl_->queues_.at(i)->api();
+}
+void Device::set_link_callback(std::function<void(const DeviceEvent&)> cb) {
+  impl_->cb_ = std::move(cb);
+}
+std::string Device::last_down_reason() const {
+  std::lock_guard lk(impl_->mu_);
+  return impl_->last_down_reason_;
+}
+uint64_t Device::reconnects() const {
+  return impl_->reconnects_;
+}
+Device::TeardownAccount Device::teardown_account() const {
+  std::lock_guard lk(impl_->mu_);
+  return impl_->account_;
+}
+
+}  // namespace xpv

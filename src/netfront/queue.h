@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// One netfront queue: a TX and an RX ring, their granted buffer pools, and
+// the event channel(s) that connect them to the backend.
+//
+// The rules this file applies, from netif.h and what real backends enforce
+// (../shared/reference/netif-notes.md):
+//  - buffers are granted once (BufferPool); a request names a pool slot by
+//    its grant; TX request ids are pool slot ids, RX request ids are ring
+//    indices (the backend answers RX in the slot of the request);
+//  - a multi-slot TX packet: the first slot's size is the whole packet
+//    length, NETTXF_more_data on every slot but the last, at most 18 slots;
+//  - responses are consumed only by the handler (handle_responses), which
+//    runs on an event in event mode and from the poll loop in poll mode;
+//  - every response is copied out of the shared page once, then checked: id
+//    in range and in flight, offset and length inside the page, producer
+//    index not beyond what we asked for. A violation disconnects the device
+//    with a counted, logged reason; no buffer is ever handed back twice.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "evtchn/late_eoi.h"
+#include "grant/buffer_pool.h"
+#include "ring/netif.h"
+#include "util/fd.h"
+#include "xpv/counters.h"
+#include "xpv/netfront.h"
+
+namespace xpv {
+
+enum QueueCounterId : uint32_t {
+#define XPV_ID(name, doc) kCounter_##name,
+  XPV_QUEUE_COUNTERS(XPV_ID)
+#undef XPV_ID
+};
+
+// What a queue writes to xenstore for the backend.
+struct QueueKeys {
+  grant_ref_t tx_ring_ref = 0;
+  grant_ref_t rx_ring_ref = 0;
+  evtchn_port_t tx_port = 0;  // == rx_port when not split
+  evtchn_port_t rx_port = 0;
+  bool split = false;
+};
+
+struct QueueTeardown {
+  PoolTeardownReport pages;  // rings and pools together
+  uint64_t rx_dropped_staged = 0;
+  uint64_t tx_unanswered = 0;
+};
+
+class QueueImpl {
+ public:
+  static constexpr uint32_t kRingSize = netif::kTxRingSize;  // == kRxRingSize
+  static constexpr uint32_t kTxPoolSlots = kRingSize;
+  static constexpr uint32_t kRxPoolSlots = kRingSize;
+  static constexpr uint32_t kRefillBatch = 32;
+
+  explicit QueueImpl(uint32_t index);
+  ~QueueImpl();
+  Status init();  // the stable event fd
+
+  // ---- control path ----
+  // Grants rings and pools to `backend`, allocates the event channel(s),
+  // fills the RX ring. The data path stays stopped until start().
+  Status setup(Platform& plat, GrantSharer& sharer, domid_t backend, bool split, bool sg,
+               int wake_fd);
+  QueueKeys keys() const;
+  void start();  // after the backend is Connected: kick and open the data path
+  // Closes the data path and waits for any call in progress to leave.
+  void stop();
+  // Ends access to everything (after stop()). Accounts for every buffer.
+  QueueTeardown teardown();
+  bool connected() const { return conn_ != nullptr; }
+  // Set by the data path when the backend broke the protocol.
+  bool broken() const { return broken_.load(std::memory_order_acquire); }
+  std::string broken_reason() const;
+
+  // ---- data path (one thread at a time) ----
+  uint16_t transmit(std::span<const TxPacket> pkts);
+  uint16_t receive(uint16_t max, Queue::Deliver fn, void* ctx);
+  bool poll();
+  bool arm();
+  void set_mode(QueueMode m);
+  QueueMode mode() const { return mode_.load(std::memory_order_relaxed); }
+  int event_fd() const { return epfd_.get(); }
+  uint8_t* tx_buffer();
+  void tx_buffer_free(uint8_t* page);
+
+  QueueCounters counters() const;
+  void reset_counters();
+  uint32_t index() const { return index_; }
+  Queue& api() { return api_; }
+
+  // For tests and the fuzz target: the live connection's shared ring pages.
+  netif::TxFrontRing* tx_ring();
+  netif::RxFrontRing* rx_ring();
+
+ private:
+  struct Conn;
+  struct TxSlot {
+    bool in_flight = false;  // a request naming this slot awaits its response
+    bool head = false;       // the first slot of its packet
+    bool lent = false;       // handed to the caller by tx_buffer()
+  };
+  struct RxFrag {
+    uint16_t slot;
+    uint16_t offset;
+    uint16_t len;
+  };
+  struct RxStaged {
+    uint32_t first_frag;  // index into the frag ring
+    uint16_t nfrags;
+    uint16_t flags;
+    uint32_t len;
+  };
+
+  // The data path's lock: transmit and receive of one queue may run on
+  // different threads (DPDK allows rx_burst and tx_burst of a queue id on two
+  // lcores), and teardown must wait for a call in progress. Uncontended it
+  // costs one atomic exchange per burst.
+  void lock() {
+    while (lock_.test_and_set(std::memory_order_acquire)) {
+      while (lock_.test(std::memory_order_relaxed))
+        __builtin_ia32_pause();
+    }
+  }
+  void unlock() { lock_.clear(std::memory_order_release); }
+  bool enter() {
+    lock();
+    if (active_.load(std::memory_order_relaxed)) return true;
+    unlock();
+    return false;
+  }
+  void leave() { unlock(); }
+
+  bool handle_responses();  // both rings; the event handler
+  bool handle_tx_responses();
+  bool handle_rx_responses();
+  void refill_rx(bool force);
+  void rearm_tx();
+  void sync_events();
+  uint32_t process_events();
+  void disarm();
+  void backend_error(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  void notify(evtchn_port_t port);
+  void count(QueueCounterId id, uint64_t n = 1) {
+    auto& c = counters_[id];
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
+  const uint32_t index_;
+  Queue api_;
+  std::unique_ptr<Conn> conn_;
+  std::atomic<bool> active_{false};
+  std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
+  std::atomic<bool> broken_{false};
+  std::atomic<QueueMode> mode_{QueueMode::kPoll};
+  std::string broken_reason_;
+  int wake_fd_ = -1;  // the device's control wake-up
+  UniqueFd epfd_;     // stable across reconnects: holds the live event fd
+  UniqueFd kick_;     // makes epfd_ readable on demand
+  std::array<std::atomic<uint64_t>, kQueueCounterCount> counters_{};
+};
+
+}  // namespace xpv

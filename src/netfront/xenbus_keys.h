@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// The keys a netif frontend writes in its xenstore directory, and the stale
+// ones it must remove first (netif-notes.md: an unbound kernel netfront
+// leaves event-channel-tx/-rx and queue keys behind, and netback prefers
+// those over event-channel: "mapping shared-frames" fails).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "netfront/queue.h"
+#include "xpv/platform.h"
+
+namespace xpv {
+
+struct XenbusKeys {
+  std::string frontend_path;
+  std::vector<QueueKeys> queues;
+  bool sg = false;  // feature-sg, when the backend offers it
+};
+
+// Removes every key a netfront (ours or Linux's) may have written.
+Status remove_stale_keys(XenStore& xs, xs_transaction_t t, const std::string& frontend_path);
+
+// Writes the ring references, event channels, features and state Connected.
+Status write_frontend_keys(XenStore& xs, xs_transaction_t t, const XenbusKeys& k);
+
+}  // namespace xpv
