@@ -1,37 +1,36 @@
 // SPDX-License-Identifier: MIT
-// xpv-pktgen: a packet generator, reflector and sink on the xpv library alone
-// (no DPDK). Against xpv-netback in loopback mode it sends numbered packets
-// and checks every byte of every packet that comes back; against a real vif
-// it reflects or counts what dom0 sends.
+// xpv-pktgen: a packet generator, reflector, sink and pinger on the xpv
+// library alone (no DPDK). It checks every byte of what comes back.
 //
 //   xpv-pktgen --platform sim:/run/xpv.sock --role gen --count 1000000 --size 60-9000 --queues 4
 //   xpv-pktgen --platform xen --role reflect --seconds 30
+//   xpv-pktgen --platform sim:/run/xpv.sock --role ping --dst-ip 192.168.99.1 --count 100
 //
-// Packet format (also what xpv-netback --mode source sends): Ethernet header
-// (dst, src, ethertype 0x88b5), an 8-byte big-endian sequence number at
-// offset 14 (queue << 48 | n), then byte i (i >= 22) = (seq + i) & 0xff.
+// Numbered frames (also what xpv-netback --mode source sends): an 8-byte
+// big-endian sequence number (queue << 48 | n) at the payload offset (14 for
+// raw frames of ethertype 0x88b5, 42 for IPv4/UDP), then byte i of the frame
+// = (seq + i) & 0xff. Whatever forwards them may rewrite the headers.
 #include <getopt.h>
 #include <poll.h>
-#include <csignal>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "packet.h"
 #include "xpv/netfront.h"
 
 namespace {
 
-constexpr uint16_t kEthertype = 0x88b5;
-constexpr uint32_t kHeader = 22;  // Ethernet header + sequence number
 constexpr uint16_t kBurst = 32;
-
 std::atomic<bool> g_stop{false};
 void on_signal(int) {
   g_stop = true;
@@ -41,15 +40,19 @@ struct Options {
   std::string platform = "xen";
   uint32_t vif = 0;
   uint32_t queues = 1;
-  std::string role = "gen";  // gen | reflect | sink
-  uint64_t count = 100000;   // per direction (gen), 0 = until --seconds
-  double seconds = 0;        // 0 = until --count
+  std::string role = "gen";
+  uint64_t count = 100000;
+  double seconds = 0;
   uint32_t size_min = 60;
   uint32_t size_max = 60;
-  uint32_t window = 256;  // gen: packets in flight per queue
+  uint32_t window = 256;
   xpv::QueueMode mode = xpv::QueueMode::kPoll;
   bool zero_copy = false;
   bool verify = true;
+  pkt::Proto proto = pkt::Proto::kRaw;
+  xpv::MacAddr dst_mac{0x02, 0, 0, 0, 0, 0x01};
+  uint32_t src_ip = 0xC0A86302;  // 192.168.99.2
+  uint32_t dst_ip = 0xC0A86301;  // 192.168.99.1
   std::string json;
   bool quiet = false;
 };
@@ -61,29 +64,40 @@ void usage(FILE* f) {
       "  --platform xen|sim:PATH  hypervisor platform (default xen)\n"
       "  --vif N                  device/vif/N (default 0)\n"
       "  --queues N               queues (default 1)\n"
-      "  --role gen|reflect|sink  gen: send numbered packets and verify what comes back\n"
-      "                           (needs a loopback backend); reflect: send every received\n"
-      "                           packet back with MACs swapped; sink: count and verify\n"
-      "                           packets (xpv-netback --mode source)\n"
-      "  --count N                gen: packets to send (and receive); 0 = no limit (default "
-      "100000)\n"
-      "  --seconds S              stop after S seconds (default: no limit)\n"
-      "  --size N | MIN-MAX       packet size(s) in bytes, 60..65535 (default 60)\n"
-      "  --window N               gen: packets in flight per queue (default 256)\n"
-      "  --mode poll|event        poll: busy-poll; event: sleep on event channels (default poll)\n"
-      "  --zero-copy              gen: build packets in the queue's granted pages\n"
+      "  --role ROLE              gen: send numbered frames and verify those that come back\n"
+      "                             (xpv-netback loopback, or a peer that reflects: testpmd\n"
+      "                             macswap, l3fwd); reflect: send every frame back with MACs\n"
+      "                             swapped; sink: count and verify (xpv-netback --mode source);\n"
+      "                             ping: ARP for --dst-ip, then --count ICMP echo requests,\n"
+      "                             each reply checked (testpmd icmpecho, a Linux host)\n"
+      "  --count N                gen/ping: frames to send (0 = until --seconds; default 100000)\n"
+      "  --seconds S              stop after S seconds\n"
+      "  --size N | MIN-MAX       frame size(s) in bytes, 60..65535 (default 60)\n"
+      "  --window N               gen: frames in flight per queue (default 256)\n"
+      "  --proto raw|udp          gen: raw frames (ethertype 0x88b5) or IPv4/UDP (default raw)\n"
+      "  --dst-mac MAC            destination MAC (default 02:00:00:00:00:01)\n"
+      "  --src-ip A.B.C.D         source IPv4 address (default 192.168.99.2)\n"
+      "  --dst-ip A.B.C.D         destination IPv4 address (default 192.168.99.1)\n"
+      "  --mode poll|event        busy-poll, or sleep on the event channels (default poll)\n"
+      "  --zero-copy              gen: build frames in the queue's granted pages\n"
       "  --no-verify              do not check payloads\n"
-      "  --json FILE              write the results as JSON\n"
-      "  --quiet                  only the summary\n");
+      "  --json FILE              write the results and every queue counter as JSON\n"
+      "  --quiet                  only the summary\n"
+      "Exit status: 0 ok, 1 cannot connect, 2 bad arguments, 3 lost or corrupted packets.\n");
 }
 
 bool parse_u64(const char* s, uint64_t* out) {
   char* end = nullptr;
   errno = 0;
   unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || end == s || *end) return false;
+  if (errno || end == s || *end || *s == '-') return false;
   *out = v;
   return true;
+}
+
+int bad_arg(const char* opt, const char* v, const char* want) {
+  std::fprintf(stderr, "xpv-pktgen: %s '%s': %s\n", opt, v, want);
+  return 2;
 }
 
 int parse_args(int argc, char** argv, Options* o) {
@@ -101,6 +115,10 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"json", required_argument, nullptr, 'j'},
                                  {"quiet", no_argument, nullptr, 'Q'},
                                  {"help", no_argument, nullptr, 'h'},
+                                 {"proto", required_argument, nullptr, 'P'},
+                                 {"dst-mac", required_argument, nullptr, 'M'},
+                                 {"src-ip", required_argument, nullptr, 'S'},
+                                 {"dst-ip", required_argument, nullptr, 'D'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -111,35 +129,29 @@ int parse_args(int argc, char** argv, Options* o) {
         break;
       case 'v':
         if (!parse_u64(optarg, &v) || v > 65535)
-          return std::fprintf(stderr, "xpv-pktgen: --vif '%s' is not a vif number\n", optarg), 2;
+          return bad_arg("--vif", optarg, "expected 0..65535");
         o->vif = static_cast<uint32_t>(v);
         break;
       case 'q':
         if (!parse_u64(optarg, &v) || v == 0 || v > xpv::kMaxQueues) {
-          return std::fprintf(stderr, "xpv-pktgen: --queues '%s' must be 1..%u\n", optarg,
-                              xpv::kMaxQueues),
-                 2;
+          return bad_arg("--queues", optarg, "expected 1..16");
         }
         o->queues = static_cast<uint32_t>(v);
         break;
       case 'r':
         o->role = optarg;
-        if (o->role != "gen" && o->role != "reflect" && o->role != "sink") {
-          return std::fprintf(stderr, "xpv-pktgen: --role '%s' must be gen, reflect or sink\n",
-                              optarg),
-                 2;
+        if (o->role != "gen" && o->role != "reflect" && o->role != "sink" && o->role != "ping") {
+          return bad_arg("--role", optarg, "expected gen, reflect, sink or ping");
         }
         break;
       case 'c':
-        if (!parse_u64(optarg, &o->count))
-          return std::fprintf(stderr, "xpv-pktgen: --count '%s' is not a number\n", optarg), 2;
+        if (!parse_u64(optarg, &o->count)) return bad_arg("--count", optarg, "expected a number");
         break;
       case 's': {
         char* end = nullptr;
         o->seconds = std::strtod(optarg, &end);
-        if (end == optarg || *end || o->seconds < 0) {
-          return std::fprintf(stderr, "xpv-pktgen: --seconds '%s' is not a duration\n", optarg), 2;
-        }
+        if (end == optarg || *end || o->seconds < 0)
+          return bad_arg("--seconds", optarg, "expected seconds");
         break;
       }
       case 'z': {
@@ -148,10 +160,7 @@ int parse_args(int argc, char** argv, Options* o) {
         int n = std::sscanf(optarg, "%u-%u%c", &a, &b, &tail);
         if (n == 1) b = a;
         if ((n != 1 && n != 2) || a < 60 || b < a || b > xpv::kMaxPacketLen) {
-          return std::fprintf(stderr,
-                              "xpv-pktgen: --size '%s' must be N or MIN-MAX within 60..65535\n",
-                              optarg),
-                 2;
+          return bad_arg("--size", optarg, "expected N or MIN-MAX within 60..65535");
         }
         o->size_min = a;
         o->size_max = b;
@@ -159,7 +168,7 @@ int parse_args(int argc, char** argv, Options* o) {
       }
       case 'w':
         if (!parse_u64(optarg, &v) || v == 0 || v > 4096)
-          return std::fprintf(stderr, "xpv-pktgen: --window '%s' must be 1..4096\n", optarg), 2;
+          return bad_arg("--window", optarg, "expected 1..4096");
         o->window = static_cast<uint32_t>(v);
         break;
       case 'm':
@@ -168,9 +177,32 @@ int parse_args(int argc, char** argv, Options* o) {
         } else if (std::string(optarg) == "event") {
           o->mode = xpv::QueueMode::kEvent;
         } else {
-          return std::fprintf(stderr, "xpv-pktgen: --mode '%s' must be poll or event\n", optarg), 2;
+          return bad_arg("--mode", optarg, "expected poll or event");
         }
         break;
+      case 'P':
+        if (std::string(optarg) == "raw") {
+          o->proto = pkt::Proto::kRaw;
+        } else if (std::string(optarg) == "udp") {
+          o->proto = pkt::Proto::kUdp;
+        } else {
+          return bad_arg("--proto", optarg, "expected raw or udp");
+        }
+        break;
+      case 'M': {
+        auto m = xpv::parse_mac(optarg);
+        if (!m) return bad_arg("--dst-mac", optarg, "expected xx:xx:xx:xx:xx:xx");
+        o->dst_mac = *m;
+        break;
+      }
+      case 'S':
+      case 'D': {
+        bool ok = false;
+        uint32_t ip = pkt::parse_ip(optarg, &ok);
+        if (!ok) return bad_arg(c == 'S' ? "--src-ip" : "--dst-ip", optarg, "expected A.B.C.D");
+        (c == 'S' ? o->src_ip : o->dst_ip) = ip;
+        break;
+      }
       case 'Z':
         o->zero_copy = true;
         break;
@@ -191,11 +223,12 @@ int parse_args(int argc, char** argv, Options* o) {
         return 2;
     }
   }
-  if (optind < argc)
-    return std::fprintf(stderr, "xpv-pktgen: unexpected argument '%s'\n", argv[optind]), 2;
-  if (o->role == "gen" && o->count == 0 && o->seconds == 0) {
-    return std::fprintf(stderr, "xpv-pktgen: --role gen needs --count or --seconds\n"), 2;
+  if (optind < argc) return bad_arg("argument", argv[optind], "unexpected");
+  if ((o->role == "gen" || o->role == "ping") && o->count == 0 && o->seconds == 0) {
+    std::fprintf(stderr, "xpv-pktgen: --role %s needs --count or --seconds\n", o->role.c_str());
+    return 2;
   }
+  if (o->proto == pkt::Proto::kUdp && o->size_min < 60) o->size_min = 60;
   return 0;
 }
 
@@ -204,16 +237,19 @@ uint32_t size_for(const Options& o, uint64_t n) {
   return o.size_min + static_cast<uint32_t>((n * 7919u) % (o.size_max - o.size_min + 1));
 }
 
-void fill(uint8_t* p, uint32_t len, uint64_t seq, const xpv::MacAddr& dst,
-          const xpv::MacAddr& src) {
-  std::memcpy(p, dst.data(), 6);
-  std::memcpy(p + 6, src.data(), 6);
-  p[12] = kEthertype >> 8;
-  p[13] = kEthertype & 0xff;
-  for (int i = 0; i < 8; ++i)
-    p[14 + i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
-  for (uint32_t i = kHeader; i < len; ++i)
-    p[i] = static_cast<uint8_t>(seq + i);
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Copies the first `n` bytes of a received packet.
+uint32_t head(const xpv::RxPacket& p, uint8_t* out, uint32_t n) {
+  uint32_t got = 0;
+  for (uint16_t f = 0; f < p.nfrags && got < n; ++f) {
+    const uint32_t k = std::min(p.frags[f].len, n - got);
+    std::memcpy(out + got, p.frags[f].data, k);
+    got += k;
+  }
+  return got;
 }
 
 struct QueueStats {
@@ -222,35 +258,30 @@ struct QueueStats {
   uint64_t bytes_rx = 0;
   uint64_t bad_payload = 0;
   uint64_t out_of_order = 0;
-  uint64_t foreign = 0;  // not our format
-  uint64_t lost = 0;     // in flight when the link went down
+  uint64_t foreign = 0;  // frames that are not ours
+  uint64_t lost = 0;     // in flight when the link went down, or never came back
   uint64_t next_expect = 0;
   uint64_t in_flight() const { return sent - received - lost; }
 };
 
-// Checks one received packet; returns its sequence number (or UINT64_MAX).
-uint64_t check(const xpv::RxPacket& p, bool verify, QueueStats& st) {
-  uint8_t hdr[kHeader];
-  uint32_t got = 0;
-  for (uint16_t f = 0; f < p.nfrags && got < kHeader; ++f) {
-    uint32_t n = std::min(p.frags[f].len, kHeader - got);
-    std::memcpy(hdr + got, p.frags[f].data, n);
-    got += n;
-  }
-  if (got < kHeader || hdr[12] != (kEthertype >> 8) || hdr[13] != (kEthertype & 0xff)) {
-    ++st.foreign;
+// Recognises one of our numbered frames; returns its sequence number or
+// UINT64_MAX for a foreign frame. Checks the pattern when asked.
+uint64_t check_numbered(const xpv::RxPacket& p, pkt::Proto proto, bool verify, QueueStats& st) {
+  uint8_t h[64];
+  const uint32_t off = pkt::payload_offset(proto);
+  if (head(p, h, off + 8) < off + 8) return UINT64_MAX;
+  if (proto == pkt::Proto::kRaw ? pkt::get16(h + 12) != pkt::kEthRaw
+                                : (pkt::get16(h + 12) != pkt::kEthIpv4 || h[14 + 9] != 17)) {
     return UINT64_MAX;
   }
-  uint64_t seq = 0;
-  for (int i = 0; i < 8; ++i)
-    seq = seq << 8 | hdr[14 + i];
+  const uint64_t seq = pkt::get64(h + off);
   if (verify) {
-    uint32_t off = 0;
+    uint32_t at = 0;
     bool ok = true;
     for (uint16_t f = 0; f < p.nfrags && ok; ++f) {
       const uint8_t* d = p.frags[f].data;
-      for (uint32_t i = 0; i < p.frags[f].len; ++i, ++off) {
-        if (off >= kHeader && d[i] != static_cast<uint8_t>(seq + off)) {
+      for (uint32_t i = 0; i < p.frags[f].len; ++i, ++at) {
+        if (at >= off + 8 && d[i] != static_cast<uint8_t>(seq + at)) {
           ok = false;
           break;
         }
@@ -261,8 +292,103 @@ uint64_t check(const xpv::RxPacket& p, bool verify, QueueStats& st) {
   return seq;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+struct Totals {
+  uint64_t sent = 0, received = 0, bytes = 0, bad = 0, ooo = 0, foreign = 0, lost = 0;
+};
+
+void sleep_for_events(xpv::Device& d, uint32_t nq) {
+  std::vector<pollfd> pfds;
+  for (uint32_t qi = 0; qi < nq; ++qi) {
+    if (!d.queue(qi).arm()) return;  // work is already waiting
+    pfds.push_back({d.queue(qi).event_fd(), POLLIN, 0});
+  }
+  pfds.push_back({d.control_fd(), POLLIN, 0});
+  ::poll(pfds.data(), pfds.size(), 100);
+}
+
+// ---- ping: ARP, then ICMP echo requests, each reply checked ---------------
+int run_ping(xpv::Device& d, const Options& o, Totals* t, bool* failed) {
+  xpv::Queue& q = d.queue(0);
+  const xpv::MacAddr me = d.info().mac;
+  std::vector<uint8_t> buf(xpv::kMaxPacketLen);
+  auto send = [&](uint32_t len) {
+    xpv::TxSegment seg{buf.data(), len};
+    xpv::TxPacket p{&seg, 1};
+    for (int i = 0; i < 1000 && !g_stop; ++i) {
+      if (q.transmit(std::span<const xpv::TxPacket>(&p, 1))) return true;
+      usleep(100);
+    }
+    return false;
+  };
+  // ARP: who has dst_ip?
+  std::optional<xpv::MacAddr> peer;
+  double start = now_s(), last = 0;
+  while (!peer && !g_stop && now_s() - start < 10) {
+    if (now_s() - last > 0.5) {
+      last = now_s();
+      send(pkt::arp_request(buf.data(), me, o.src_ip, o.dst_ip));
+    }
+    q.receive(kBurst, [&](const xpv::RxPacket& p) {
+      uint8_t h[42];
+      if (head(p, h, 42) == 42 && pkt::get16(h + 12) == pkt::kEthArp && pkt::get16(h + 20) == 2 &&
+          pkt::get32(h + 28) == o.dst_ip) {
+        xpv::MacAddr m;
+        std::memcpy(m.data(), h + 22, 6);
+        peer = m;
+      } else {
+        ++t->foreign;
+      }
+      return true;
+    });
+    d.poll_control();
+  }
+  if (!peer) {
+    std::fprintf(stderr, "xpv-pktgen: no ARP reply for %u.%u.%u.%u within 10 s\n", o.dst_ip >> 24,
+                 (o.dst_ip >> 16) & 255, (o.dst_ip >> 8) & 255, o.dst_ip & 255);
+    *failed = true;
+    return 0;
+  }
+  if (!o.quiet) std::printf("xpv-pktgen: %s is at %s\n", "peer", xpv::to_string(*peer).c_str());
+  const uint16_t id = static_cast<uint16_t>(::getpid());
+  std::vector<uint8_t> want(xpv::kMaxPacketLen);
+  for (uint64_t n = 0; (o.count == 0 || n < o.count) && !g_stop; ++n) {
+    if (o.seconds > 0 && now_s() - start >= o.seconds) break;
+    const uint16_t seq = static_cast<uint16_t>(n);
+    const uint32_t len = size_for(o, n);
+    pkt::icmp_echo(buf.data(), len, *peer, me, o.src_ip, o.dst_ip, id, seq);
+    std::memcpy(want.data(), buf.data(), len);
+    if (!send(len)) break;
+    ++t->sent;
+    bool got = false;
+    const double sent_at = now_s();
+    while (!got && !g_stop && now_s() - sent_at < 2) {
+      q.receive(kBurst, [&](const xpv::RxPacket& p) {
+        std::vector<uint8_t> r(p.len);
+        head(p, r.data(), p.len);
+        const uint32_t ic = pkt::kEthLen + pkt::kIpLen;
+        if (p.len >= ic + pkt::kIcmpLen && pkt::get16(&r[12]) == pkt::kEthIpv4 && r[14 + 9] == 1 &&
+            r[ic] == 0 && pkt::get16(&r[ic + 4]) == id && pkt::get16(&r[ic + 6]) == seq) {
+          got = true;
+          ++t->received;
+          t->bytes += p.len;
+          // The reply carries our payload unchanged, from us to the peer's MAC.
+          if (p.len != len ||
+              std::memcmp(&r[ic + pkt::kIcmpLen], &want[ic + pkt::kIcmpLen],
+                          len - ic - pkt::kIcmpLen) != 0 ||
+              pkt::checksum(&r[ic], len - ic) != 0 || std::memcmp(&r[0], me.data(), 6) != 0) {
+            ++t->bad;
+          }
+        } else {
+          ++t->foreign;
+        }
+        return true;
+      });
+      if (o.mode == xpv::QueueMode::kEvent) sleep_for_events(d, 1);
+      d.poll_control();
+    }
+    if (!got) ++t->lost;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -298,14 +424,7 @@ int main(int argc, char** argv) {
         o.mode == xpv::QueueMode::kPoll ? "poll" : "event");
     std::fflush(stdout);
   }
-  const xpv::MacAddr peer{0x02, 0, 0, 0, 0, 0x01};
   std::vector<QueueStats> st(o.queues);
-  std::vector<uint8_t> scratch(xpv::kMaxPacketLen);
-  std::vector<std::vector<uint8_t>> bufs(kBurst, std::vector<uint8_t>(xpv::kMaxPacketLen));
-  std::vector<uint8_t> refl_data(size_t{kBurst} * xpv::kMaxPacketLen);
-  const bool gen = o.role == "gen";
-  const double t0 = now_s();
-  double last_report = t0;
   uint64_t link_downs = 0;
   d.set_link_callback([&](const xpv::DeviceEvent& e) {
     if (e.link == xpv::LinkState::kDown) {
@@ -316,182 +435,189 @@ int main(int argc, char** argv) {
         s.next_expect = s.sent;
       }
     }
-    if (!o.quiet)
+    if (!o.quiet) {
       std::printf("xpv-pktgen: link %s %s\n", e.link == xpv::LinkState::kUp ? "up" : "down",
                   e.reason.c_str());
+      std::fflush(stdout);
+    }
   });
 
-  auto done = [&]() {
-    if (g_stop) return true;
-    if (o.seconds > 0 && now_s() - t0 >= o.seconds) return true;
-    if (gen && o.count) {
-      for (auto& s : st) {
-        const uint64_t qi = static_cast<uint64_t>(&s - st.data());
-        if (s.received + s.lost < o.count / o.queues + (qi < o.count % o.queues ? 1 : 0))
-          return false;
-      }
-      return true;
-    }
-    return false;
-  };
-
-  while (!done()) {
-    bool busy = false;
-    for (uint32_t qi = 0; qi < o.queues; ++qi) {
-      xpv::Queue& q = d.queue(qi);
-      QueueStats& s = st[qi];
-      const uint64_t quota =
-          o.count ? o.count / o.queues + (qi < o.count % o.queues ? 1 : 0) : UINT64_MAX;
-      // Transmit a burst within the window.
-      if (gen && s.sent < quota && s.in_flight() < o.window) {
-        uint32_t n = static_cast<uint32_t>(
-            std::min<uint64_t>({kBurst, quota - s.sent, o.window - s.in_flight()}));
-        xpv::TxSegment segs[kBurst];
-        xpv::TxPacket pkts[kBurst];
-        uint32_t built = 0;
-        for (uint32_t i = 0; i < n; ++i) {
-          const uint64_t seq = (uint64_t{qi} << 48) | (s.sent + i);
-          const uint32_t len = size_for(o, s.sent + i);
-          uint8_t* p = nullptr;
-          if (o.zero_copy && len <= xpv::kPageSize) p = q.tx_buffer();
-          if (!p) p = bufs[i].data();
-          fill(p, len, seq, peer, info.mac);
-          segs[i] = {p, len};
-          pkts[i] = {&segs[i], 1};
-          ++built;
-        }
-        uint16_t sent = q.transmit(std::span<const xpv::TxPacket>(pkts, built));
-        for (uint32_t i = sent; i < built; ++i) {
-          if (o.zero_copy && segs[i].data != bufs[i].data())
-            q.tx_buffer_free(const_cast<uint8_t*>(static_cast<const uint8_t*>(segs[i].data)));
-        }
-        s.sent += sent;
-        busy |= sent > 0;
-      }
-      // Receive, verify, and (reflect) send back.
-      uint32_t nrefl = 0;
-      xpv::TxSegment rsegs[kBurst];
-      xpv::TxPacket rpkts[kBurst];
-      uint16_t got = q.receive(kBurst, [&](const xpv::RxPacket& p) {
-        uint64_t seq = check(p, o.verify, s);
-        if (seq != UINT64_MAX && gen) {
-          if ((seq >> 48) != qi || (seq & 0xFFFFFFFFFFFFull) != s.next_expect) ++s.out_of_order;
-          s.next_expect = (seq & 0xFFFFFFFFFFFFull) + 1;
-        }
-        ++s.received;
-        s.bytes_rx += p.len;
-        if (o.role == "reflect") {
-          uint8_t* out = refl_data.data() + size_t{nrefl} * xpv::kMaxPacketLen;
-          uint32_t off = 0;
-          for (uint16_t f = 0; f < p.nfrags; ++f) {
-            std::memcpy(out + off, p.frags[f].data, p.frags[f].len);
-            off += p.frags[f].len;
-          }
-          uint8_t mac[6];
-          std::memcpy(mac, out, 6);
-          std::memcpy(out, out + 6, 6);
-          std::memcpy(out + 6, mac, 6);
-          rsegs[nrefl] = {out, p.len};
-          rpkts[nrefl] = {&rsegs[nrefl], 1};
-          ++nrefl;
+  const double t0 = now_s();
+  Totals t;
+  bool failed = false;
+  uint64_t stalled = 0;
+  const bool gen = o.role == "gen";
+  if (o.role == "ping") {
+    run_ping(d, o, &t, &failed);
+  } else {
+    std::vector<std::vector<uint8_t>> bufs(kBurst, std::vector<uint8_t>(xpv::kMaxPacketLen));
+    std::vector<uint8_t> refl(size_t{kBurst} * xpv::kMaxPacketLen);
+    auto quota = [&](uint32_t qi) -> uint64_t {
+      if (!o.count) return UINT64_MAX;
+      return o.count / o.queues + (qi < o.count % o.queues ? 1 : 0);
+    };
+    auto done = [&]() {
+      if (g_stop) return true;
+      if (o.seconds > 0 && now_s() - t0 >= o.seconds) return true;
+      if (gen && o.count) {
+        for (uint32_t qi = 0; qi < o.queues; ++qi) {
+          if (st[qi].received + st[qi].lost < quota(qi)) return false;
         }
         return true;
-      });
-      if (nrefl) {
-        uint32_t off = 0;
-        for (int tries = 0; off < nrefl && tries < 1000; ++tries) {
-          off += q.transmit(std::span<const xpv::TxPacket>(rpkts + off, nrefl - off));
-          if (off < nrefl) q.poll();
-        }
-        s.sent += off;
       }
-      busy |= got > 0;
-    }
-    if (!busy) {
-      if (o.mode == xpv::QueueMode::kEvent) {
-        // Sleep until an event channel, or the control path, has something.
-        std::vector<pollfd> pfds;
-        bool sleep = true;
-        for (uint32_t qi = 0; qi < o.queues && sleep; ++qi)
-          sleep = d.queue(qi).arm();
-        if (sleep) {
-          for (uint32_t qi = 0; qi < o.queues; ++qi)
-            pfds.push_back({d.queue(qi).event_fd(), POLLIN, 0});
-          pfds.push_back({d.control_fd(), POLLIN, 0});
-          ::poll(pfds.data(), pfds.size(), 100);
+      return false;
+    };
+    double last_report = t0, last_progress = t0;
+    uint64_t last_received = 0;
+    while (!done()) {
+      bool busy = false;
+      for (uint32_t qi = 0; qi < o.queues; ++qi) {
+        xpv::Queue& q = d.queue(qi);
+        QueueStats& s = st[qi];
+        // Transmit a burst within the window.
+        if (gen && s.sent < quota(qi) && s.in_flight() < o.window) {
+          const uint32_t n = static_cast<uint32_t>(
+              std::min<uint64_t>({kBurst, quota(qi) - s.sent, o.window - s.in_flight()}));
+          xpv::TxSegment segs[kBurst];
+          xpv::TxPacket pkts[kBurst];
+          bool lent[kBurst] = {};
+          for (uint32_t i = 0; i < n; ++i) {
+            const uint64_t seq = (uint64_t{qi} << 48) | (s.sent + i);
+            const uint32_t len = size_for(o, s.sent + i);
+            uint8_t* p = nullptr;
+            if (o.zero_copy && len <= xpv::kPageSize) p = q.tx_buffer();
+            lent[i] = p != nullptr;
+            if (!p) p = bufs[i].data();
+            pkt::numbered(p, len, seq, o.proto, o.dst_mac, info.mac, o.src_ip, o.dst_ip);
+            segs[i] = {p, len};
+            pkts[i] = {&segs[i], 1};
+          }
+          const uint16_t sent = q.transmit(std::span<const xpv::TxPacket>(pkts, n));
+          for (uint32_t i = sent; i < n; ++i) {
+            if (lent[i])
+              q.tx_buffer_free(const_cast<uint8_t*>(static_cast<const uint8_t*>(segs[i].data)));
+          }
+          s.sent += sent;
+          busy |= sent > 0;
         }
+        // Receive, check, and (reflect) send back.
+        uint32_t nrefl = 0;
+        xpv::TxSegment rsegs[kBurst];
+        xpv::TxPacket rpkts[kBurst];
+        const uint16_t got = q.receive(kBurst, [&](const xpv::RxPacket& p) {
+          if (o.role == "reflect") {
+            uint8_t* out = refl.data() + size_t{nrefl} * xpv::kMaxPacketLen;
+            head(p, out, p.len);
+            uint8_t mac[6];
+            std::memcpy(mac, out, 6);
+            std::memcpy(out, out + 6, 6);
+            std::memcpy(out + 6, mac, 6);
+            rsegs[nrefl] = {out, p.len};
+            rpkts[nrefl] = {&rsegs[nrefl], 1};
+            ++nrefl;
+            ++s.received;
+            s.bytes_rx += p.len;
+            return true;
+          }
+          const pkt::Proto proto = o.role == "sink" ? pkt::Proto::kRaw : o.proto;
+          const uint64_t seq = check_numbered(p, proto, o.verify, s);
+          if (seq == UINT64_MAX) {
+            ++s.foreign;  // not ours (ARP, a broadcast...): not counted as received
+            return true;
+          }
+          if (gen) {
+            if ((seq >> 48) != qi || (seq & 0xFFFFFFFFFFFFull) != s.next_expect) ++s.out_of_order;
+            s.next_expect = (seq & 0xFFFFFFFFFFFFull) + 1;
+          }
+          ++s.received;
+          s.bytes_rx += p.len;
+          return true;
+        });
+        if (nrefl) {
+          uint32_t off = 0;
+          for (int tries = 0; off < nrefl && tries < 1000; ++tries) {
+            off += q.transmit(std::span<const xpv::TxPacket>(rpkts + off, nrefl - off));
+            if (off < nrefl) q.poll();
+          }
+          s.sent += off;
+        }
+        busy |= got > 0;
       }
-      d.poll_control();
-    }
-    const double t = now_s();
-    if (t - last_report >= 1.0) {
-      last_report = t;
-      d.poll_control();
-      if (!o.quiet) {
-        uint64_t tx = 0, rx = 0;
+      if (!busy) {
+        if (o.mode == xpv::QueueMode::kEvent) sleep_for_events(d, o.queues);
+        d.poll_control();
+      }
+      const double now = now_s();
+      if (gen) {
+        uint64_t rx = 0, in_flight = 0;
         for (auto& s : st) {
-          tx += s.sent;
           rx += s.received;
+          in_flight += s.in_flight();
         }
-        std::printf("xpv-pktgen: %.0fs sent %" PRIu64 " received %" PRIu64 "\n", t - t0, tx, rx);
-        std::fflush(stdout);
+        if (rx != last_received || in_flight == 0) {
+          last_received = rx;
+          last_progress = now;
+        } else if (now - last_progress > 5.0) {
+          // Nothing came back for 5 s: what is in flight is lost.
+          for (auto& s : st) {
+            stalled += s.in_flight();
+            s.lost += s.in_flight();
+          }
+          std::fprintf(stderr, "xpv-pktgen: nothing came back for 5 s; %" PRIu64 " packets lost\n",
+                       stalled);
+          last_progress = now;
+        }
       }
+      if (now - last_report >= 1.0) {
+        last_report = now;
+        d.poll_control();
+        if (!o.quiet) {
+          uint64_t tx = 0, rx = 0;
+          for (auto& s : st) {
+            tx += s.sent;
+            rx += s.received;
+          }
+          std::printf("xpv-pktgen: %.0fs sent %" PRIu64 " received %" PRIu64 "\n", now - t0, tx,
+                      rx);
+          std::fflush(stdout);
+        }
+      }
+    }
+    for (auto& s : st) {
+      t.sent += s.sent;
+      t.received += s.received;
+      t.bytes += s.bytes_rx;
+      t.bad += s.bad_payload;
+      t.ooo += s.out_of_order;
+      t.foreign += s.foreign;
+      t.lost += s.lost;
     }
   }
   const double elapsed = now_s() - t0;
-  // Totals.
-  uint64_t sent = 0, received = 0, bytes = 0, bad = 0, ooo = 0, foreign = 0, lost_total = 0;
+
   xpv::QueueCounters total{};
   for (uint32_t qi = 0; qi < o.queues; ++qi) {
-    sent += st[qi].sent;
-    received += st[qi].received;
-    bytes += st[qi].bytes_rx;
-    bad += st[qi].bad_payload;
-    ooo += st[qi].out_of_order;
-    foreign += st[qi].foreign;
-    lost_total += st[qi].lost;
-    xpv::QueueCounters c = d.queue(qi).counters();
-    for (const auto& info2 : xpv::kQueueCounterInfo) {
-      *reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(&total) + info2.offset) +=
-          xpv::counter_value(c, info2);
+    const xpv::QueueCounters c = d.queue(qi).counters();
+    for (const auto& ci : xpv::kQueueCounterInfo) {
+      *reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(&total) + ci.offset) +=
+          xpv::counter_value(c, ci);
     }
   }
-  const bool lost = gen && o.count && received + lost_total < o.count;
-  const double pps = elapsed > 0 ? received / elapsed : 0;
-  std::printf("xpv-pktgen: %s: sent %" PRIu64 ", received %" PRIu64
-              " (%.0f pps, %.1f Mbit/s) in "
-              "%.2f s; bad payload %" PRIu64 ", out of order %" PRIu64 ", foreign %" PRIu64
-              ", lost at link down %" PRIu64 "\n",
-              o.role.c_str(), sent, received, pps, elapsed > 0 ? bytes * 8 / elapsed / 1e6 : 0.0,
-              elapsed, bad, ooo, foreign, lost_total);
+  const double pps = elapsed > 0 ? t.received / elapsed : 0;
+  std::printf(
+      "xpv-pktgen: %s: sent %" PRIu64 ", received %" PRIu64
+      " (%.0f pps, %.1f Mbit/s) in %.2f s; bad "
+      "payload %" PRIu64 ", out of order %" PRIu64 ", foreign %" PRIu64 ", lost %" PRIu64 "\n",
+      o.role.c_str(), t.sent, t.received, pps, elapsed > 0 ? t.bytes * 8 / elapsed / 1e6 : 0.0,
+      elapsed, t.bad, t.ooo, t.foreign, t.lost);
   std::printf("xpv-pktgen: notifies %" PRIu64 " (%.4f per packet), events %" PRIu64
               ", spurious %" PRIu64 ", delayed EOIs %" PRIu64 ", ring full %" PRIu64
               ", backend errors %" PRIu64 ", tx reaped in xmit %" PRIu64 ", link downs %" PRIu64
               "\n",
-              total.notifies, sent ? double(total.notifies) / sent : 0.0, total.events,
+              total.notifies, t.sent ? double(total.notifies) / t.sent : 0.0, total.events,
               total.spurious_events, total.delayed_eois, total.ring_full, total.backend_errors,
               total.tx_reaped_in_xmit, link_downs);
-  if (!o.json.empty()) {
-    FILE* f = std::fopen(o.json.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "xpv-pktgen: cannot write %s: %s\n", o.json.c_str(),
-                   std::strerror(errno));
-    } else {
-      std::fprintf(f,
-                   "{\"role\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
-                   ",\"seconds\":%.3f,"
-                   "\"pps\":%.1f,\"bad_payload\":%" PRIu64 ",\"out_of_order\":%" PRIu64
-                   ",\"foreign\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"link_downs\":%" PRIu64
-                   ",\"reconnects\":%" PRIu64,
-                   o.role.c_str(), sent, received, elapsed, pps, bad, ooo, foreign, lost_total,
-                   link_downs, d.reconnects());
-      for (const auto& ci : xpv::kQueueCounterInfo) {
-        std::fprintf(f, ",\"%s\":%" PRIu64, ci.name, xpv::counter_value(total, ci));
-      }
-      std::fprintf(f, "}\n");
-      std::fclose(f);
-    }
-  }
+  const uint64_t reconnects = d.reconnects();
   d.close();
   const auto acc = d.teardown_account();
   if (!o.quiet) {
@@ -499,6 +625,31 @@ int main(int argc, char** argv) {
                 " still mapped by the backend\n",
                 acc.pages, acc.returned, acc.still_mapped);
   }
-  if (bad || (gen && ooo) || lost) return 3;
+  if (!o.json.empty()) {
+    FILE* f = std::fopen(o.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "xpv-pktgen: cannot write %s: %s\n", o.json.c_str(),
+                   std::strerror(errno));
+    } else {
+      std::fprintf(
+          f,
+          "{\"role\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
+          ",\"seconds\":%.3f,"
+          "\"pps\":%.1f,\"bad_payload\":%" PRIu64 ",\"out_of_order\":%" PRIu64
+          ",\"foreign\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"stalled\":%" PRIu64
+          ",\"link_downs\":%" PRIu64 ",\"reconnects\":%" PRIu64 ",\"teardown_pages\":%" PRIu64
+          ",\"teardown_returned\":%" PRIu64 ",\"teardown_still_mapped\":%" PRIu64,
+          o.role.c_str(), t.sent, t.received, elapsed, pps, t.bad, t.ooo, t.foreign, t.lost,
+          stalled, link_downs, reconnects, acc.pages, acc.returned, acc.still_mapped);
+      for (const auto& ci : xpv::kQueueCounterInfo) {
+        std::fprintf(f, ",\"%s\":%" PRIu64, ci.name, xpv::counter_value(total, ci));
+      }
+      std::fprintf(f, "}\n");
+      std::fclose(f);
+    }
+  }
+  const bool lost_unexplained = (o.role == "ping" && t.lost) || stalled ||
+                                (gen && o.count && !o.seconds && t.received + t.lost < o.count);
+  if (failed || t.bad || (gen && t.ooo) || lost_unexplained) return 3;
   return 0;
 }

@@ -572,6 +572,10 @@ class Device::Impl {
     want_connected_ = false;
     if (phase_ == Phase::kIdle) return;
     stop_queues();
+    if (phase_ == Phase::kConnected) {
+      for (auto& q : queues_)
+        q->drain_tx(1000);
+    }
     if (xs_ && (phase_ == Phase::kConnected || phase_ == Phase::kWaitConnected ||
                 phase_ == Phase::kClosing)) {
       (void)write_state(XenbusState::kClosing);

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
+#include <chrono>
 #include <thread>
 
 #include "util/log.h"
@@ -189,6 +190,21 @@ void QueueImpl::stop() {
   active_.store(false, std::memory_order_relaxed);
   lock();  // waits for a data-path call in progress to leave
   unlock();
+}
+
+// Orderly close: wait (bounded) until the backend answered every request we
+// published, so that no packet accepted by transmit() is silently lost. The
+// data path is stopped, so the control thread may run the handler here.
+uint32_t QueueImpl::drain_tx(uint32_t timeout_ms) {
+  if (!conn_ || broken_.load()) return 0;
+  const QueueMode m = mode();
+  mode_.store(QueueMode::kPoll);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (conn_->tx_in_flight && !broken_.load() && std::chrono::steady_clock::now() < deadline) {
+    if (!handle_tx_responses()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  mode_.store(m);
+  return conn_->tx_in_flight;
 }
 
 QueueTeardown QueueImpl::teardown() {
@@ -535,8 +551,10 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
     uint32_t zoffs[kMaxTxSlots];
     for (uint16_t i = 0; zero_copy && i < p.nsegs; ++i) {
       uint32_t slot = 0, off = 0;
+      // The first slot must carry the whole Ethernet header: netback drops
+      // a packet whose first slot has fewer than 14 bytes of its own.
       zero_copy = c.tx_pool->locate(p.segs[i].data, &slot, &off) && c.tx_slots[slot].lent &&
-                  off + p.segs[i].len <= kPageSize && p.segs[i].len > 0;
+                  off + p.segs[i].len <= kPageSize && p.segs[i].len >= (i == 0 ? 14u : 1u);
       for (uint16_t j = 0; zero_copy && j < i; ++j)
         zero_copy = zslots[j] != slot;
       zslots[i] = slot;

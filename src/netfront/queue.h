@@ -73,6 +73,9 @@ class QueueImpl {
   void start();  // after the backend is Connected: kick and open the data path
   // Closes the data path and waits for any call in progress to leave.
   void stop();
+  // After stop(), while the backend still serves: waits up to timeout_ms for
+  // every published TX request to be answered. Returns the slots left.
+  uint32_t drain_tx(uint32_t timeout_ms);
   // Ends access to everything (after stop()). Accounts for every buffer.
   QueueTeardown teardown();
   bool connected() const { return conn_ != nullptr; }

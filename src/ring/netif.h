@@ -90,8 +90,11 @@ inline constexpr int16_t kRspOkay = 0;
 inline constexpr int16_t kRspNull = 1;
 
 // XEN_NETIF_NR_SLOTS_MIN: a packet of up to this many slots must be accepted
-// by every backend; netback drops 18-19 and treats 20+ (its fatal limit) as
-// malicious.
+// by every backend. Linux netback's limits count the slots after the first
+// (xenvif_count_requests): whole packets of up to 19 slots pass, 20-21 are
+// dropped with NETIF_RSP_ERROR, 22 and more are fatal ("malicious frontend").
+// Its 14-byte minimum and the page-crossing check apply to the first slot's
+// own data (total length minus the later slots).
 inline constexpr uint32_t kMaxSlotsMin = 18;
 inline constexpr uint32_t kMaxTxSize = 0xFFFF;  // XEN_NETIF_MAX_TX_SIZE
 

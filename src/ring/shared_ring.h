@@ -233,6 +233,9 @@ class BackRing {
     return {prod - req_cons_, false};
   }
   Req take_request() { return copy_once(&entries_[req_cons_++ & Layout::kMask].req); }
+  // Ask for no notification until `ahead` more requests are published (a
+  // busy-polling backend keeps this far ahead; an idle one uses 1).
+  void set_request_event(uint32_t ahead) { store_relaxed(hdr_->req_event, req_cons_ + ahead); }
   uint32_t req_cons() const { return req_cons_; }
   // Requests consumed but not yet answered.
   uint32_t unanswered() const { return req_cons_ - rsp_prod_pvt_; }

@@ -4,6 +4,8 @@
 #include <xen/xen.h>
 #include <xen/grant_table.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace xpv::sim {
@@ -22,15 +24,21 @@ static_assert(kFirstGrantRef == GNTTAB_NR_RESERVED_ENTRIES);
 
 struct Hypervisor::Domain {
   domid_t id = 0;
-  bool alive = true;
+  std::atomic<bool> alive{true};
   UniqueFd pages_fd;
   UniqueFd gnttab_fd;
   MappedRegion pages;
   MappedRegion gnttab;
-  // Xen's "active grant table": pin counts the hypervisor keeps privately.
+  // Xen's "active grant table": pin counts the hypervisor keeps privately,
+  // each guarded by one of a few striped locks (Xen: the active entry's
+  // lock), so that grant copies of different queues do not serialise on the
+  // hypervisor's control mutex.
   std::vector<uint32_t> readers;
   std::vector<uint32_t> writers;
-  uint32_t maps = 0;  // live GrantMappings of this domain's pages
+  std::array<std::mutex, 64> pin_locks;
+  uint32_t maps = 0;  // live GrantMappings of this domain's pages (under mu_)
+
+  std::mutex& pin_lock(grant_ref_t ref) { return pin_locks[ref % pin_locks.size()]; }
 
   GrantEntry* entries() { return reinterpret_cast<GrantEntry*>(gnttab.data()); }
   uint32_t nr_grants() const { return static_cast<uint32_t>(readers.size()); }
@@ -202,10 +210,12 @@ void Hypervisor::destroy_domain_locked(domid_t d) {
   for (auto h = handles_.begin(); h != handles_.end();) {
     h = h->second->domid == d ? handles_.erase(h) : std::next(h);
   }
-  // Revoke every grant that is not in use; an entry a peer still maps stays
-  // pinned until the peer unmaps it (Xen keeps such pages alive too).
+  // Revoke every grant that is not in use; an entry a peer still maps (or
+  // copies from right now) stays pinned until released (Xen keeps such pages
+  // alive too).
   GrantEntry* e = dom->entries();
   for (uint32_t r = 0; r < dom->nr_grants(); ++r) {
+    std::lock_guard pl(dom->pin_lock(r));
     if (dom->readers[r] == 0 && dom->writers[r] == 0) {
       grant_word_ref(e[r]).store(0);
       e[r].frame = 0;
@@ -411,6 +421,8 @@ int Hypervisor::doorbell_fd(uint32_t handle_id) {
 int16_t Hypervisor::acquire_grant(Domain& dom, domid_t caller, grant_ref_t ref, bool writable,
                                   uint32_t* frame) {
   if (ref >= dom.nr_grants()) return kGntBadGntref;
+  std::unique_lock pl(dom.pin_lock(ref));
+  if (!dom.alive.load()) return kGntBadDomain;
   GrantEntry& e = dom.entries()[ref];
   auto word = grant_word_ref(e);
   uint32_t cur = word.load();
@@ -426,6 +438,7 @@ int16_t Hypervisor::acquire_grant(Domain& dom, domid_t caller, grant_ref_t ref, 
   if (writable) ++dom.writers[ref];
   uint32_t f = std::atomic_ref<uint32_t>(e.frame).load();
   if (f >= cfg_.pages_per_domain) {
+    pl.unlock();
     release_grant(dom, ref, writable);  // undo the pin we just took
     return kGntBadPage;
   }
@@ -434,49 +447,73 @@ int16_t Hypervisor::acquire_grant(Domain& dom, domid_t caller, grant_ref_t ref, 
 }
 
 void Hypervisor::release_grant(Domain& dom, grant_ref_t ref, bool writable) {
+  std::lock_guard pl(dom.pin_lock(ref));
   if (dom.readers[ref] > 0) --dom.readers[ref];
   if (writable && dom.writers[ref] > 0) --dom.writers[ref];
   uint32_t clear = 0;
   if (dom.writers[ref] == 0) clear |= kGtfWriting;
   if (dom.readers[ref] == 0) clear |= kGtfReading;
   if (clear) grant_word_ref(dom.entries()[ref]).fetch_and(~clear);
+  // A dead domain's grant is revoked once its last user lets go.
+  if (!dom.alive.load() && dom.readers[ref] == 0) grant_word_ref(dom.entries()[ref]).store(0);
+}
+
+std::shared_ptr<Hypervisor::Domain> Hypervisor::find_domain(domid_t d) {
+  std::lock_guard lk(mu_);
+  auto it = domains_.find(d);
+  return it == domains_.end() ? nullptr : it->second;
 }
 
 int16_t Hypervisor::map_grant(domid_t caller, domid_t granter, grant_ref_t ref, bool writable,
                               uint8_t** addr, uint64_t* handle) {
-  std::lock_guard lk(mu_);
-  auto it = domains_.find(granter);
-  if (it == domains_.end()) return kGntBadDomain;
-  Domain& dom = *it->second;
+  std::shared_ptr<Domain> dom = find_domain(granter);
+  if (!dom) return kGntBadDomain;
   uint32_t frame = 0;
-  int16_t st = acquire_grant(dom, caller, ref, writable, &frame);
+  int16_t st = acquire_grant(*dom, caller, ref, writable, &frame);
   if (st != kGntOkay) return st;
-  ++dom.maps;
+  std::lock_guard lk(mu_);
+  ++dom->maps;
   uint64_t h = next_map_handle_++;
-  mappings_[h] = Mapping{it->second, ref, writable};
-  *addr = dom.pages.data() + size_t{frame} * kPageSize;
+  *addr = dom->pages.data() + size_t{frame} * kPageSize;
   *handle = h;
+  if (!dom->alive.load() && std::find(zombies_.begin(), zombies_.end(), dom) == zombies_.end()) {
+    zombies_.push_back(dom);  // it died between the lookup and now
+  }
+  mappings_[h] = Mapping{std::move(dom), ref, writable};
   return kGntOkay;
 }
 
 void Hypervisor::unmap_grant(uint64_t handle) {
-  std::lock_guard lk(mu_);
-  auto it = mappings_.find(handle);
-  if (it == mappings_.end()) return;
-  Mapping m = std::move(it->second);
-  mappings_.erase(it);
-  release_grant(*m.dom, m.ref, m.writable);
-  --m.dom->maps;
-  if (!m.dom->alive) {
-    // A dead domain's grant is revoked once its last user lets go; the
-    // domain's memory goes with its last mapping.
-    if (m.dom->readers[m.ref] == 0) grant_word_ref(m.dom->entries()[m.ref]).store(0);
-    if (m.dom->maps == 0) std::erase(zombies_, m.dom);
+  Mapping m;
+  {
+    std::lock_guard lk(mu_);
+    auto it = mappings_.find(handle);
+    if (it == mappings_.end()) return;
+    m = std::move(it->second);
+    mappings_.erase(it);
   }
+  release_grant(*m.dom, m.ref, m.writable);
+  std::lock_guard lk(mu_);
+  // A dead domain's memory goes with its last mapping.
+  if (--m.dom->maps == 0 && !m.dom->alive.load()) std::erase(zombies_, m.dom);
 }
 
 void Hypervisor::copy(domid_t caller, std::span<GrantCopyOp> ops) {
-  std::lock_guard lk(mu_);
+  // The domains this batch names, looked up once (a batch usually names one).
+  std::shared_ptr<Domain> cache[4];
+  auto lookup = [&](domid_t d) -> Domain* {
+    for (auto& c : cache) {
+      if (c && c->id == d) return c.get();
+    }
+    for (auto& c : cache) {
+      if (!c) {
+        c = find_domain(d);
+        return c.get();
+      }
+    }
+    cache[3] = find_domain(d);
+    return cache[3].get();
+  };
   for (GrantCopyOp& op : ops) {
     // Xen's gnttab_copy: check both sides fully before touching memory.
     struct Side {
@@ -499,7 +536,7 @@ void Hypervisor::copy(domid_t caller, std::span<GrantCopyOp> ops) {
         sides[i].ptr = static_cast<uint8_t*>(g.local);
         continue;
       }
-      Domain* dom = live_domain_locked(g.domid);
+      Domain* dom = lookup(g.domid);
       if (!dom) {
         st = kGntBadDomain;
         break;

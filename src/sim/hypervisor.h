@@ -93,6 +93,7 @@ class Hypervisor {
   void destroy_domain_locked(domid_t d);
   void close_port_locked(domid_t d, uint32_t port);
   Domain* live_domain_locked(domid_t d);
+  std::shared_ptr<Domain> find_domain(domid_t d);
   int16_t acquire_grant(Domain& dom, domid_t caller, grant_ref_t ref, bool writable,
                         uint32_t* frame);
   void release_grant(Domain& dom, grant_ref_t ref, bool writable);

@@ -122,22 +122,11 @@ void Server::run() {
       for (;;) {
         int cfd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (cfd < 0) break;
+        // The domain is created when the peer sends its first request, so
+        // that a mere connect (another server probing whether this socket
+        // is alive) creates nothing.
         auto c = std::make_shared<Conn>();
         c->sock.reset(cfd);
-        std::weak_ptr<Conn> weak = c;
-        int wake = wake_.get();
-        auto hc = hv_.connect_domain([weak, wake](Message m) {
-          if (auto cc = weak.lock()) {
-            std::lock_guard lk(cc->out_mu);
-            cc->out.push_back(std::move(m));
-          }
-          eventfd_signal(wake);
-        });
-        if (!hc) {
-          log_error("sim server: refusing a connection: %s", hc.error().message.c_str());
-          continue;  // closes cfd
-        }
-        c->hc = std::move(*hc);
         conns.push_back(std::move(c));
         ++nconns_;
       }
@@ -152,6 +141,23 @@ void Server::run() {
             if (m.error().code != EAGAIN && m.error().code != EWOULDBLOCK) c.dead = true;
             break;
           }
+          if (!c.hc) {
+            std::weak_ptr<Conn> weak = polled[i];
+            int wake = wake_.get();
+            auto hc = hv_.connect_domain([weak, wake](Message ev) {
+              if (auto cc = weak.lock()) {
+                std::lock_guard lk(cc->out_mu);
+                cc->out.push_back(std::move(ev));
+              }
+              eventfd_signal(wake);
+            });
+            if (!hc) {
+              log_error("sim server: refusing a domain: %s", hc.error().message.c_str());
+              c.dead = true;
+              break;
+            }
+            c.hc = std::move(*hc);
+          }
           Message reply = hv_.handle(*c.hc, std::move(*m));
           std::lock_guard lk(c.out_mu);
           c.out.push_back(std::move(reply));
@@ -164,7 +170,7 @@ void Server::run() {
       Conn& c = **it;
       if (!c.dead) flush(c);
       if (c.dead) {
-        hv_.disconnect(*c.hc);
+        if (c.hc) hv_.disconnect(*c.hc);
         it = conns.erase(it);
         --nconns_;
       } else {
@@ -172,8 +178,9 @@ void Server::run() {
       }
     }
   }
-  for (auto& c : conns)
-    hv_.disconnect(*c->hc);
+  for (auto& c : conns) {
+    if (c->hc) hv_.disconnect(*c->hc);
+  }
   nconns_ = 0;
 }
 

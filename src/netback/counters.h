@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// xpv-netback's counters, defined once: the stats file, the exit summary and
+// the in-process API take their names from the list below.
+//
+// Directions are the frontend's: "tx" is what the frontend transmits (the TX
+// ring), "rx" what it receives (the RX ring). Linux netback names them from
+// its own netdev's side, the other way round.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace xpv::netback {
+
+#define XPV_NETBACK_COUNTERS(X)                                                            \
+  X(tx_packets, "TX packets accepted (answered NETIF_RSP_OKAY)")                           \
+  X(tx_bytes, "bytes of accepted TX packets")                                              \
+  X(tx_error_responses, "TX slots answered NETIF_RSP_ERROR")                               \
+  X(tx_dropped_short, "TX packets dropped: first slot shorter than 14 bytes")              \
+  X(tx_dropped_too_many_slots, "TX packets dropped: 20 or 21 slots")                       \
+  X(tx_dropped_oversize_slot, "TX packets dropped: a slot bigger than the remaining size") \
+  X(tx_dropped_bad_grant, "TX packets dropped: a grant copy failed")                       \
+  X(rx_packets, "RX packets delivered to the frontend")                                    \
+  X(rx_bytes, "bytes of delivered RX packets")                                             \
+  X(rx_dropped_queue_full, "RX packets dropped: the backend's queue was full")             \
+  X(rx_dropped_expired, "RX packets dropped: queued longer than --rx-expire")              \
+  X(rx_dropped_stalled, "RX packets dropped while the guest RX was stalled")               \
+  X(rx_stalls, "times the guest RX stalled (no request for --rx-stall-timeout)")           \
+  X(rx_bad_requests, "RX slots answered NETIF_RSP_ERROR (grant copy failed)")              \
+  X(notifies_sent, "event channel notifications sent to the frontend")                     \
+  X(events, "events taken from the backend's event channel ports")                         \
+  X(spurious_events, "events whose handler found no work")                                 \
+  X(fatal_errors, "fatal errors (malicious frontend, failed handshake)")                   \
+  X(faults_injected, "faults injected by --fault")                                         \
+  X(connects, "successful handshakes (backend Connected)")                                 \
+  X(disconnects, "disconnections (queues torn down)")
+
+// A plain copy of the counters.
+struct Counters {
+#define XPV_NB_FIELD(name, doc) uint64_t name = 0;
+  XPV_NETBACK_COUNTERS(XPV_NB_FIELD)
+#undef XPV_NB_FIELD
+
+  Counters& operator+=(const Counters& o) {
+#define XPV_NB_ADD(name, doc) name += o.name;
+    XPV_NETBACK_COUNTERS(XPV_NB_ADD)
+#undef XPV_NB_ADD
+    return *this;
+  }
+};
+
+struct CounterInfo {
+  const char* name;
+  const char* doc;
+  uint64_t Counters::*field;
+};
+
+inline constexpr CounterInfo kCounterInfo[] = {
+#define XPV_NB_INFO(name, doc) {#name, doc, &Counters::name},
+    XPV_NETBACK_COUNTERS(XPV_NB_INFO)
+#undef XPV_NB_INFO
+};
+inline constexpr size_t kCounterCount = sizeof(kCounterInfo) / sizeof(kCounterInfo[0]);
+
+// One counter with a single writer (the thread that owns it) and readers on
+// any thread: a relaxed load and store, no read-modify-write.
+class Counter {
+ public:
+  void add(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// The live counters of one queue (written by its worker) or of one vif
+// (written by the control thread).
+struct LiveCounters {
+#define XPV_NB_LIVE(name, doc) Counter name;
+  XPV_NETBACK_COUNTERS(XPV_NB_LIVE)
+#undef XPV_NB_LIVE
+
+  Counters snapshot() const {
+    Counters c;
+#define XPV_NB_SNAP(name, doc) c.name = name.get();
+    XPV_NETBACK_COUNTERS(XPV_NB_SNAP)
+#undef XPV_NB_SNAP
+    return c;
+  }
+};
+
+}  // namespace xpv::netback

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+// Queue set-up and teardown (xenvif_connect_data / xenvif_disconnect_data)
+// and the worker loop (Linux's NAPI poll plus the guest-RX kthread, in one
+// thread per queue).
+#include "netback/queue.h"
+
+#include <poll.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "netback/clock.h"
+#include "util/log.h"
+
+namespace xpv::netback {
+
+Result<std::unique_ptr<Queue>> Queue::create(VifContext& vif, Platform& dom0, GrantMapper& mapper,
+                                             const QueueKeys& k) {
+  std::unique_ptr<Queue> q(new Queue(vif, mapper, k));
+
+  // xenvif_map_frontend_data_rings(): map both pages writable, attach at the
+  // indices they hold, and refuse a ring claiming more requests than it can
+  // hold (req_prod - rsp_prod > RING_SIZE: -EIO).
+  auto tx = mapper.map(vif.domid, k.tx_ring_ref, /*writable=*/true);
+  if (!tx) return tx.error();
+  q->tx_map_ = std::move(*tx);
+  q->tx_.attach(q->tx_map_.data());
+  if (q->tx_.available_requests().overflow) {
+    return make_error(EIO, "the TX ring holds an impossible number of requests");
+  }
+  auto rx = mapper.map(vif.domid, k.rx_ring_ref, /*writable=*/true);
+  if (!rx) return rx.error();
+  q->rx_map_ = std::move(*rx);
+  q->rx_.attach(q->rx_map_.data());
+  if (q->rx_.available_requests().overflow) {
+    return make_error(EIO, "the RX ring holds an impossible number of requests");
+  }
+
+  // Event channels: one handle per queue, one port or two (split channels).
+  auto ch = dom0.open_event_channel();
+  if (!ch) return ch.error();
+  auto txp = (*ch)->bind_interdomain(vif.domid, k.tx_evtchn);
+  if (!txp) return txp.error();
+  q->tx_port_ = q->rx_port_ = *txp;
+  if (k.rx_evtchn != k.tx_evtchn) {
+    auto rxp = (*ch)->bind_interdomain(vif.domid, k.rx_evtchn);
+    if (!rxp) return rxp.error();  // the handle's close unbinds the TX port
+    q->rx_port_ = *rxp;
+  }
+  auto eoi = LateEoiChannel::create(std::move(*ch));
+  if (!eoi) return eoi.error();
+  q->eoi_ = std::move(*eoi);
+  Queue* self = q.get();
+  if (q->split()) {
+    // xenvif_tx_interrupt / xenvif_rx_interrupt.
+    XPV_TRY(q->eoi_->add_port(q->tx_port_,
+                              [self] { return self->count_event(self->tx_action(), "TX"); }));
+    XPV_TRY(q->eoi_->add_port(q->rx_port_,
+                              [self] { return self->count_event(self->rx_event_work(), "RX"); }));
+  } else {
+    // xenvif_interrupt: one port for both directions.
+    XPV_TRY(q->eoi_->add_port(q->tx_port_, [self] {
+      const bool tx = self->tx_action();
+      const bool rx = self->rx_event_work();
+      return self->count_event(tx || rx, "TX/RX");
+    }));
+  }
+
+  // Everything the data path needs, allocated once.
+  q->staging_.reset(new uint8_t[kTxStagingBytes]);
+  q->tx_ops_.reserve(kTxMaxOps);
+  q->tx_pkts_.reserve(kTxBatchPackets);
+  q->tx_frag_ids_.reserve(kTxMaxOps);
+  q->late_.reset(new LateRsp[kLateCapacity]);
+  q->rx_ops_.reserve(kRxMaxOps);
+  q->rx_slots_.reserve(kRxMaxOps);
+  q->rx_pkts_.reserve(kRxBatchPackets);
+  XPV_TRY(q->fifo_.init(vif.cfg.rx_queue_bytes, vif.cfg.rx_queue_packets));
+  if (vif.cfg.fault == Fault::kStallRx && vif.cfg.fault_after == 0) {
+    q->stall_rx_active_ = true;  // stall-rx after 0 packets: from the start
+    q->ctr_.faults_injected.add();
+  }
+  auto w = make_eventfd();
+  if (!w) return w.error();
+  q->wake_ = std::move(*w);
+  return q;
+}
+
+Queue::~Queue() {
+  stop();
+  if (eoi_) {
+    // xenvif_disconnect_queue(): unbind the port(s); the rings are unmapped
+    // by the GrantMappings' destructors.
+    eoi_->remove_port(tx_port_);
+    (void)eoi_->channel().unbind(tx_port_);
+    if (rx_port_ != tx_port_) {
+      eoi_->remove_port(rx_port_);
+      (void)eoi_->channel().unbind(rx_port_);
+    }
+    eoi_.reset();
+  }
+}
+
+Status Queue::start() {
+  if (thread_.joinable()) return make_error(EBUSY, "queue already started");
+  stop_.store(false);
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void Queue::stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true, std::memory_order_release);
+  eventfd_signal(wake_.get());
+  thread_.join();
+}
+
+void Queue::notify(evtchn_port_t port) {
+  Status s = eoi_->channel().notify(port);
+  if (s.failed()) log_debug("%s-q%u: notify: %s", vif_.name.c_str(), index(), s.message().c_str());
+  ctr_.notifies_sent.add();
+}
+
+bool Queue::count_event(bool work, const char* what) {
+  ctr_.events.add();
+  if (!work) ctr_.spurious_events.add();
+  log_debug("%s-q%u: %s event%s", vif_.name.c_str(), index(), what, work ? "" : " (spurious)");
+  return work;
+}
+
+bool Queue::rx_event_work() {
+  // xenvif_rx_interrupt(): work is a packet that now fits the posted
+  // requests, or a stalled queue whose frontend posted requests again.
+  bool work = false;
+  if (!stall_rx_active_) {
+    const auto a = rx_.available_requests();
+    if (stalled_ && (a.overflow || a.count > 0)) work = true;
+    if (cfg_.mode == Mode::kSource && a.count > 0) work = true;
+    if (rx_ready_for_head()) {
+      rx_action();
+      work = true;
+    }
+  }
+  return work;
+}
+
+bool Queue::service(uint64_t now) {
+  bool again = false;
+  if (late_count_) tx_release_late(now);
+  if (tx_more_ && !tx_poisoned_) tx_action();
+  again |= tx_more_;
+  rx_drop_expired(now);
+  rx_check_stall(now);
+  // A source that made frames comes back at once: either it makes more or,
+  // out of posted requests, it arms req_event before the worker sleeps.
+  if (cfg_.mode == Mode::kSource && source_generate(now)) again = true;
+  if (!fifo_.empty() && !stall_rx_active_) {
+    rx_action();
+    // A full batch went out and more packets fit: go on without sleeping.
+    if (rx_ready_for_head()) again = true;
+  }
+  return again;
+}
+
+int Queue::next_timeout_ms(uint64_t now) const {
+  int t = eoi_->next_timeout_ms();
+  auto take = [&](uint64_t due) {
+    const int ms = ms_until(due, now);
+    if (t < 0 || ms < t) t = ms;
+  };
+  if (late_count_) take(late_[late_head_].due_ns);
+  if (!fifo_.empty()) {
+    const auto& head = fifo_.front();
+    take(head.enqueued_ns + vif_.drain_timeout_ns);
+    if (vif_.stall_timeout_ns && !stalled_) {
+      take(std::max(last_rx_ns_, head.enqueued_ns) + vif_.stall_timeout_ns);
+    }
+  }
+  if (cfg_.mode == Mode::kSource && cfg_.source_rate &&
+      (cfg_.source_count == 0 || source_seq_ < cfg_.source_count) && !stalled_ &&
+      !stall_rx_active_) {
+    take(source_next_ns_);
+  }
+  return t;
+}
+
+void Queue::run() {
+  char tname[16];
+  std::snprintf(tname, sizeof tname, "nb%u.%u-q%u", vif_.domid, vif_.handle, index());
+  ::pthread_setname_np(::pthread_self(), tname);
+  last_rx_ns_ = source_next_ns_ = now_ns();
+  if (cfg_.busy_poll) {
+    run_busy_poll();
+    return;
+  }
+  pollfd fds[2] = {{eoi_->fd(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (vif_.disabled.load(std::memory_order_acquire)) {
+      // A disabled vif serves nothing until it is torn down
+      // (xenvif_kthread_guest_rx: carrier off and stop).
+      ::poll(&fds[1], 1, -1);
+      eventfd_drain(wake_.get());
+      continue;
+    }
+    const uint64_t now = now_ns();
+    const bool again = service(now);
+    const int timeout = again ? 0 : next_timeout_ms(now);
+    fds[0].revents = fds[1].revents = 0;
+    const int n = ::poll(fds, 2, timeout);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log_error("%s-q%u: poll: %s", vif_.name.c_str(), index(), errno_string(errno).c_str());
+      break;
+    }
+    if (fds[1].revents) eventfd_drain(wake_.get());
+    if (fds[0].revents) {
+      auto r = eoi_->process();
+      if (!r) {
+        log_error("%s-q%u: event channel: %s", vif_.name.c_str(), index(),
+                  r.error().message.c_str());
+        break;
+      }
+    }
+  }
+}
+
+void Queue::run_busy_poll() {
+  // The frontend never needs to notify us: keep req_event far ahead of the
+  // consumer on both rings (a producer notifies only when its new index
+  // passes req_event) and poll the rings instead of the event channel.
+  constexpr uint32_t kDisarm = 0x80000000u;
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (vif_.disabled.load(std::memory_order_acquire)) {
+      pollfd w{wake_.get(), POLLIN, 0};
+      ::poll(&w, 1, -1);
+      eventfd_drain(wake_.get());
+      continue;
+    }
+    ring::store_relaxed(tx_.header()->req_event, tx_.req_cons() + kDisarm);
+    ring::store_relaxed(rx_.header()->req_event, rx_.req_cons() + kDisarm);
+    bool work = tx_action();
+    work |= service(now_ns());
+    if (!work) std::this_thread::yield();
+  }
+}
+
+}  // namespace xpv::netback

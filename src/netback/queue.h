@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// One netif queue of a vif: its two rings (mapped from the frontend), its
+// event channel port(s) and one worker thread serving both rings.
+//
+// The worker owns everything below once started: the rings, the RX queue of
+// packets waiting for the frontend, the TX batch, the fault state. Nothing on
+// the per-packet path allocates or locks; the ring code alone orders memory
+// against the frontend.
+//
+// Event channels use late EOI (evtchn/late_eoi.h), as Linux netback does
+// since XSA-332: a port's handler runs while the port is masked, reports
+// whether it found work, and the EOI follows; spurious events back off.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "evtchn/late_eoi.h"
+#include "netback/config.h"
+#include "netback/counters.h"
+#include "netback/rx_fifo.h"
+#include "netback/vif_context.h"
+#include "ring/netif.h"
+#include "util/fd.h"
+#include "xpv/platform.h"
+
+namespace xpv::netback {
+
+// What connect_data_rings() read from the frontend for one queue.
+struct QueueKeys {
+  uint32_t index = 0;
+  grant_ref_t tx_ring_ref = 0;
+  grant_ref_t rx_ring_ref = 0;
+  evtchn_port_t tx_evtchn = 0;  // the frontend's ports
+  evtchn_port_t rx_evtchn = 0;  // == tx_evtchn with a single channel
+};
+
+// xenvif_count_requests(): netback's slot limits. `slots` there counts the
+// slots after the first one, so in whole-packet terms a packet of up to 19
+// slots is accepted, 20 or 21 are dropped with NETIF_RSP_ERROR on every slot,
+// and reading a 22nd slot is fatal.
+inline constexpr uint32_t kLegacySlotsMax = 18;  // XEN_NETBK_LEGACY_SLOTS_MAX
+inline constexpr uint32_t kFatalSkbSlots = 20;   // fatal_skb_slots default
+inline constexpr uint16_t kEthHlen = 14;         // ETH_HLEN
+
+class Queue {
+ public:
+  // xenvif_connect_data(): maps both rings, checks their indices, binds the
+  // event channel(s). Nothing runs until start().
+  static Result<std::unique_ptr<Queue>> create(VifContext& vif, Platform& dom0, GrantMapper& mapper,
+                                               const QueueKeys& keys);
+  ~Queue();  // stops the worker, unbinds, unmaps
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+
+  Status start();
+  void stop();
+
+  uint32_t index() const { return keys_.index; }
+  bool split() const { return keys_.tx_evtchn != keys_.rx_evtchn; }
+  Counters counters() const { return ctr_.snapshot(); }
+
+ private:
+  Queue(VifContext& vif, GrantMapper& mapper, const QueueKeys& keys)
+      : vif_(vif), cfg_(vif.cfg), mapper_(mapper), keys_(keys) {}
+
+  struct RxSlot {
+    netif::RxRequest req;
+    netif::RxResponse rsp;
+  };
+  struct RxPacket {
+    uint32_t slot_begin, slot_end;  // into rx_slots_ and rx_ops_ (one op per slot)
+    uint32_t len;
+  };
+
+  // ---- worker (queue.cc) ----
+  void run();
+  void run_busy_poll();
+  bool service(uint64_t now);  // timers, RX queue, late responses; true: call again now
+  int next_timeout_ms(uint64_t now) const;
+  bool rx_event_work();
+  bool count_event(bool work, const char* what);
+  void notify(evtchn_port_t port);
+
+  // ---- TX (tx.cc): xenvif_tx_action ----
+  bool tx_action();  // true when it consumed requests
+  int tx_build_one(uint32_t work_to_do);
+  void tx_flush();
+  void tx_drop(const netif::TxRequest& first, uint32_t extra_count, uint32_t nfrags,
+               Counter& reason);
+  void tx_respond(uint16_t id, int16_t status, bool extra);
+  void tx_write_response(uint16_t id, int16_t status, bool extra);
+  void tx_push();
+  void tx_deliver(const uint8_t* data, uint32_t len, uint16_t tx_flags);
+  void tx_release_late(uint64_t now);
+
+  // ---- RX (rx.cc): xenvif_rx_action ----
+  bool rx_action();  // true when it delivered packets
+  void rx_flush();
+  bool rx_check_stall(uint64_t now);
+  void rx_drop_expired(uint64_t now);
+  bool rx_enqueue(const uint8_t* data, uint32_t len, uint16_t rx_flags, uint64_t now);
+  void rx_arm_event(uint32_t prod);
+  bool rx_ready_for_head();
+
+  // ---- source mode (source.cc) ----
+  bool source_generate(uint64_t now);
+  void source_fill(uint8_t* frame, uint32_t len, uint64_t seq) const;
+
+  // ---- faults (faults.cc) ----
+  uint16_t fault_tx_id(uint16_t id);
+  void fault_after_tx_push();
+  void fault_start_late();
+  void fault_rx_response(RxSlot& slot, uint64_t packet_ordinal);
+  void fault_after_rx_packet();
+
+  VifContext& vif_;
+  const Config& cfg_;
+  GrantMapper& mapper_;
+  QueueKeys keys_;
+
+  GrantMapping tx_map_;
+  GrantMapping rx_map_;
+  netif::TxBackRing tx_;
+  netif::RxBackRing rx_;
+  std::unique_ptr<LateEoiChannel> eoi_;
+  evtchn_port_t tx_port_ = 0;  // ours
+  evtchn_port_t rx_port_ = 0;  // == tx_port_ with a single channel
+
+  UniqueFd wake_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  LiveCounters ctr_;
+
+  // ---- TX batch ----
+  struct TxPacket {
+    uint16_t first_id;
+    uint16_t flags;
+    uint32_t extra_count;
+    uint32_t nfrags;
+    uint32_t frag_ids_at;  // into tx_frag_ids_
+    uint32_t staging_off;
+    uint32_t len;
+    uint32_t op_begin, op_end;  // into tx_ops_
+  };
+  static constexpr uint32_t kTxBatchPackets = 64;  // NAPI budget
+  static constexpr uint32_t kTxMaxOps = 256;
+  static constexpr uint32_t kTxStagingBytes = 4 * 65536;
+  static constexpr uint32_t kTxPacketsPerCall = 256;  // then let RX run
+  std::unique_ptr<uint8_t[]> staging_;
+  uint32_t staging_used_ = 0;
+  std::vector<GrantCopyOp> tx_ops_;    // reserved kTxMaxOps, never grown
+  std::vector<TxPacket> tx_pkts_;      // reserved kTxBatchPackets
+  std::vector<uint16_t> tx_frag_ids_;  // reserved kTxMaxOps
+  bool tx_more_ = false;               // stopped with requests left
+  bool tx_poisoned_ = false;           // rsp-prod-overflow was injected
+  uint64_t tx_rsp_count_ = 0;          // id-carrying TX responses produced
+  uint16_t last_tx_rsp_id_ = 0;
+
+  // late-tx-rsp: responses waiting for their time, in ring order.
+  struct LateRsp {
+    uint16_t id;
+    int16_t status;
+    bool extra;
+    uint64_t due_ns;
+  };
+  static constexpr uint32_t kLateCapacity = 1024;
+  std::unique_ptr<LateRsp[]> late_;
+  uint32_t late_head_ = 0, late_count_ = 0;
+  bool late_active_ = false;
+  uint64_t late_delay_ns_ = 0;
+
+  // ---- RX ----
+  RxFifo fifo_;
+  static constexpr uint32_t kRxBatchPackets = 64;  // RX_BATCH_SIZE
+  static constexpr uint32_t kRxMaxOps = kRxBatchPackets * 16;
+  std::vector<GrantCopyOp> rx_ops_;  // reserved kRxMaxOps
+  std::vector<RxSlot> rx_slots_;     // reserved kRxMaxOps
+  std::vector<RxPacket> rx_pkts_;    // reserved kRxBatchPackets
+  uint64_t rx_packets_total_ = 0;    // packets delivered, for faults
+  bool stalled_ = false;
+  uint64_t last_rx_ns_ = 0;  // Linux's queue->last_rx_time
+  bool stall_rx_active_ = false;
+
+  // ---- source mode ----
+  uint64_t source_seq_ = 0;
+  uint64_t source_next_ns_ = 0;
+};
+
+}  // namespace xpv::netback

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+// RX: packets for the frontend (Linux netback's rx.c): queued per queue,
+// grant-copied into the pages the frontend posted, 64 packets per batch, one
+// push (and at most one notification) per batch; stall detection and expiry
+// as xenvif_kthread_guest_rx() does them.
+#include <algorithm>
+#include <cstring>
+
+#include "netback/clock.h"
+#include "netback/queue.h"
+#include "util/log.h"
+
+namespace xpv::netback {
+
+namespace {
+uint32_t slots_for(uint32_t len) {
+  return (len + static_cast<uint32_t>(kPageSize) - 1) / static_cast<uint32_t>(kPageSize);
+}
+}  // namespace
+
+bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, uint16_t rx_flags, uint64_t now) {
+  // Carrier off: the stack drops instead of queueing.
+  if (stalled_) {
+    ctr_.rx_dropped_stalled.add();
+    return false;
+  }
+  uint8_t* dst = fifo_.reserve(len);
+  if (!dst) {
+    ctr_.rx_dropped_queue_full.add();
+    return false;
+  }
+  std::memcpy(dst, data, len);
+  fifo_.commit(len, rx_flags, now);
+  return true;
+}
+
+// req_event = prod + 1 (xenvif_rx_ring_slots_available): the frontend
+// notifies when it posts the next request. The fence orders the store before
+// the caller's re-read of req_prod, pairing with the frontend's push.
+void Queue::rx_arm_event(uint32_t prod) {
+  ring::store_relaxed(rx_.header()->req_event, prod + 1);
+  ring::full_fence();
+}
+
+// xenvif_rx_ring_slots_available(): the packet at the head fits the posted
+// requests (ceil(len / 4096) of them), else ask to be told about the next one.
+bool Queue::rx_ready_for_head() {
+  if (fifo_.empty()) return false;
+  const uint32_t needed = slots_for(fifo_.front().len);
+  auto a = rx_.available_requests();
+  if (a.overflow || a.count >= needed) return true;
+  if (cfg_.busy_poll) return false;
+  rx_arm_event(rx_.req_cons() + a.count);
+  a = rx_.available_requests();
+  return a.overflow || a.count >= needed;
+}
+
+bool Queue::rx_action() {
+  if (stall_rx_active_ || vif_.disabled.load(std::memory_order_relaxed)) return false;
+  bool delivered = false;
+  const uint64_t now = now_ns();
+  while (!fifo_.empty() && rx_pkts_.size() < kRxBatchPackets) {
+    if (!rx_ready_for_head()) break;  // RX stall: the packet waits
+    const auto a = rx_.available_requests();
+    if (a.overflow) {
+      // Linux does not check this on RX; a req_prod beyond the ring can only
+      // be a broken frontend, so we treat it as TX's overflow.
+      ctr_.fatal_errors.add();
+      vif_.report_fatal("Impossible number of RX requests. req_prod %u, req_cons %u, size %u",
+                        ring::load_relaxed(rx_.header()->req_prod), rx_.req_cons(),
+                        netif::kRxRingSize);
+      break;
+    }
+    const RxFifo::Packet& p = fifo_.front();
+    const uint8_t* data = fifo_.data(p);
+    RxPacket rp{static_cast<uint32_t>(rx_slots_.size()), 0, p.len};
+    // xenvif_rx_skb() / xenvif_rx_data_slot(): one slot per page of data,
+    // at offset 0, id echoed, more_data on all but the last.
+    uint32_t done = 0;
+    bool first = true;
+    while (done < p.len) {
+      const netif::RxRequest req = rx_.take_request();
+      const uint32_t chunk = std::min<uint32_t>(p.len - done, static_cast<uint32_t>(kPageSize));
+      GrantCopyOp op;
+      op.source = {false, 0, 0, 0, const_cast<uint8_t*>(data + done)};
+      op.dest = {true, vif_.domid, req.gref, 0, nullptr};
+      op.len = static_cast<uint16_t>(chunk);
+      rx_ops_.push_back(op);
+      done += chunk;
+      RxSlot s{};
+      s.req = req;
+      s.rsp.id = req.id;
+      s.rsp.offset = 0;
+      s.rsp.flags =
+          static_cast<uint16_t>((done < p.len ? netif::kRxMoreData : 0) | (first ? p.flags : 0));
+      s.rsp.status = static_cast<int16_t>(chunk);
+      rx_slots_.push_back(s);
+      first = false;
+    }
+    rp.slot_end = static_cast<uint32_t>(rx_slots_.size());
+    rx_pkts_.push_back(rp);
+    // The data stays where it is until rx_flush() below: nothing is queued
+    // in between (the worker is the only user of the queue).
+    fifo_.pop();
+    last_rx_ns_ = now;
+    delivered = true;
+  }
+  rx_flush();
+  return delivered;
+}
+
+// xenvif_rx_copy_flush(): run the copies, turn a failed copy's response
+// into an error, write the responses, push once, notify if asked.
+void Queue::rx_flush() {
+  if (rx_pkts_.empty()) return;
+  Status s = mapper_.copy(std::span<GrantCopyOp>(rx_ops_));
+  if (s.failed()) {
+    for (auto& op : rx_ops_)
+      op.status = -1;  // GNTST_general_error
+  }
+  for (const RxPacket& p : rx_pkts_) {
+    bool ok = true;
+    const uint64_t ordinal = rx_packets_total_;
+    for (uint32_t i = p.slot_begin; i < p.slot_end; ++i) {
+      RxSlot& slot = rx_slots_[i];
+      if (rx_ops_[i].status != 0) {
+        // Linux stores the GNTST code; we answer NETIF_RSP_ERROR.
+        slot.rsp.status = netif::kRspError;
+        ctr_.rx_bad_requests.add();
+        ok = false;
+      }
+      if (i == p.slot_begin) fault_rx_response(slot, ordinal);
+      rx_.next_response() = slot.rsp;
+      rx_.commit_response();
+    }
+    if (ok) {
+      ctr_.rx_packets.add();
+      ctr_.rx_bytes.add(p.len);
+    }
+    fault_after_rx_packet();
+  }
+  rx_pkts_.clear();
+  rx_ops_.clear();
+  rx_slots_.clear();
+  if (rx_.push_responses_and_check_notify()) notify(rx_port_);
+}
+
+// xenvif_rx_queue_drop_expired(): queued packets cannot wait forever.
+void Queue::rx_drop_expired(uint64_t now) {
+  while (!fifo_.empty() && now >= fifo_.front().enqueued_ns + vif_.drain_timeout_ns) {
+    fifo_.pop();
+    ctr_.rx_dropped_expired.add();
+  }
+}
+
+// xenvif_rx_queue_stalled() / xenvif_rx_queue_ready(): a guest that posted
+// no RX request for the stall timeout while packets wait is stalled (carrier
+// off: what is queued and what arrives is dropped) until it posts again.
+bool Queue::rx_check_stall(uint64_t now) {
+  if (vif_.stall_timeout_ns == 0) return false;
+  const auto a = rx_.available_requests();
+  if (a.overflow) return false;
+  if (!stalled_) {
+    if (a.count > 0 || fifo_.empty()) return false;
+    const uint64_t since = std::max(last_rx_ns_, fifo_.front().enqueued_ns);
+    if (now - since < vif_.stall_timeout_ns) return false;
+    // xenvif_queue_carrier_off().
+    stalled_ = true;
+    ctr_.rx_stalls.add();
+    if (vif_.stalled_queues.fetch_add(1) == 0) log_info("%s: Guest Rx stalled", vif_.name.c_str());
+    ctr_.rx_dropped_stalled.add(fifo_.size());
+    fifo_.clear();
+    if (!cfg_.busy_poll) {
+      // Hear about the next request even with nothing queued.
+      rx_arm_event(rx_.req_cons());
+      if (rx_.available_requests().count == 0) return true;
+    } else {
+      return true;
+    }
+  }
+  if (rx_.available_requests().count == 0) return false;
+  // xenvif_queue_carrier_on(): reset stall detection.
+  stalled_ = false;
+  last_rx_ns_ = now;
+  if (vif_.stalled_queues.fetch_sub(1) == 1) log_info("%s: Guest Rx ready", vif_.name.c_str());
+  return true;
+}
+
+}  // namespace xpv::netback

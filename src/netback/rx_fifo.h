@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// The packets waiting for the frontend's RX ring (Linux netback's per-queue
+// rx_queue), bounded in bytes and in packets, allocated once per queue.
+//
+// Each packet is stored contiguously in a byte ring; a packet that does not
+// fit before the end of the buffer starts again at its beginning. Only the
+// queue's worker thread uses it, so it needs no lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "xpv/result.h"
+
+namespace xpv::netback {
+
+class RxFifo {
+ public:
+  struct Packet {
+    uint32_t offset = 0;
+    uint32_t len = 0;
+    uint16_t flags = 0;  // NETRXF_* for the first response
+    uint64_t enqueued_ns = 0;
+  };
+
+  // Allocates the storage (control path).
+  Status init(uint32_t bytes, uint32_t packets);
+
+  // Room for a packet of `len` bytes at the tail, or nullptr when the queue
+  // is full. Fill it, then commit() it (or do not, to abandon it).
+  uint8_t* reserve(uint32_t len);
+  void commit(uint32_t len, uint16_t flags, uint64_t now_ns);
+
+  bool empty() const { return count_ == 0; }
+  uint32_t size() const { return count_; }
+  const Packet& front() const { return descs_[head_]; }
+  const uint8_t* data(const Packet& p) const { return bytes_.get() + p.offset; }
+  void pop();
+  void clear();
+
+ private:
+  std::unique_ptr<uint8_t[]> bytes_;
+  std::unique_ptr<Packet[]> descs_;
+  uint32_t capacity_ = 0;  // bytes
+  uint32_t max_packets_ = 0;
+  uint32_t head_ = 0;   // index of the oldest packet
+  uint32_t count_ = 0;  // packets queued
+  uint32_t write_ = 0;  // byte offset after the newest packet
+  uint32_t reserved_at_ = 0;
+};
+
+}  // namespace xpv::netback

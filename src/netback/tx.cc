@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+// TX: packets the frontend transmits (Linux netback's xenvif_tx_action).
+//
+// Requests are checked exactly as xenvif_tx_build_gops() and
+// xenvif_count_requests() check them; every fatal case disables the vif
+// (xenvif_fatal_tx_err). Where Linux grant-copies the first 128 bytes and
+// grant-maps the rest, we grant-copy everything, in one batch per poll.
+#include <algorithm>
+#include <cstring>
+
+#include "netback/clock.h"
+#include "netback/queue.h"
+#include "util/log.h"
+
+namespace xpv::netback {
+
+using netif::ExtraInfo;
+using netif::TxRequest;
+
+bool Queue::tx_action() {
+  if (tx_poisoned_) return false;
+  bool found = false;
+  uint32_t done = 0;
+  tx_more_ = false;
+  for (;;) {
+    if (vif_.disabled.load(std::memory_order_relaxed)) break;
+    auto a = tx_.available_requests();
+    if (a.overflow) {
+      // RING_REQUEST_PROD_OVERFLOW: req_prod claims more than the ring holds.
+      ctr_.fatal_errors.add();
+      vif_.report_fatal("Impossible number of requests. req_prod %u, req_cons %u, size %u",
+                        ring::load_relaxed(tx_.header()->req_prod), tx_.req_cons(),
+                        netif::kTxRingSize);
+      break;
+    }
+    if (a.count == 0) {
+      // Respond to what we have, then re-arm (RING_FINAL_CHECK_FOR_REQUESTS
+      // in xenvif_napi_schedule_or_enable_events). Busy polling keeps the
+      // event disarmed instead.
+      tx_flush();
+      if (cfg_.busy_poll) break;
+      a = tx_.final_check_for_requests();
+      if (a.overflow) continue;  // reported above
+      if (a.count == 0) break;
+    }
+    if (done >= kTxPacketsPerCall) {
+      tx_more_ = true;  // let RX run; the worker comes back without waiting
+      break;
+    }
+    // Room for one more packet of up to 64 KiB in up to 21 slots.
+    if (tx_pkts_.size() == kTxBatchPackets || kTxStagingBytes - staging_used_ < 65536 ||
+        kTxMaxOps - tx_ops_.size() < kFatalSkbSlots + 1 ||
+        kTxMaxOps - tx_frag_ids_.size() < kFatalSkbSlots + 1) {
+      tx_flush();
+    }
+    found = true;
+    if (tx_build_one(a.count) < 0) break;
+    ++done;
+  }
+  tx_flush();
+  return found;
+}
+
+// One packet (or multicast control message) from the ring into the batch.
+// Returns -1 after a fatal error, 0 otherwise.
+int Queue::tx_build_one(uint32_t work_to_do) {
+  TxRequest first = tx_.take_request();
+  --work_to_do;
+
+  // xenvif_get_extras(): the extra_info slots that follow the first one.
+  ExtraInfo extras[netif::kExtraTypeMax - 1] = {};
+  uint32_t extra_count = 0;
+  if (first.flags & netif::kTxExtraInfo) {
+    bool more = false;
+    do {
+      if (work_to_do == 0) {
+        ctr_.fatal_errors.add();
+        vif_.report_fatal("Missing extra info");
+        return -1;
+      }
+      --work_to_do;
+      const TxRequest raw = tx_.take_request();
+      ExtraInfo extra;
+      static_assert(sizeof extra <= sizeof raw);
+      std::memcpy(&extra, &raw, sizeof extra);
+      ++extra_count;
+      if (extra.type == netif::kExtraTypeNone || extra.type >= netif::kExtraTypeMax) {
+        ctr_.fatal_errors.add();
+        vif_.report_fatal("Invalid extra type: %d", extra.type);
+        return -1;
+      }
+      extras[extra.type - 1] = extra;
+      more = (extra.flags & netif::kExtraFlagMore) != 0;
+    } while (more);
+  }
+
+  // Multicast control: answered at once, no data (xenvif_mcast_add/del).
+  if (extras[netif::kExtraTypeMcastAdd - 1].type || extras[netif::kExtraTypeMcastDel - 1].type) {
+    tx_respond(first.id, netif::kRspOkay, false);
+    for (uint32_t i = 0; i < extra_count; ++i)
+      tx_respond(0, netif::kRspNull, true);
+    return 0;
+  }
+
+  // xenvif_count_requests(): walk the more_data chain. `slots` counts the
+  // slots after the first, first.size shrinks to the first slot's own length.
+  uint32_t slots = 0;
+  enum { kNoDrop, kTooManySlots, kOversizeSlot } drop = kNoDrop;
+  const uint32_t frag_ids_at = static_cast<uint32_t>(tx_frag_ids_.size());
+  TxRequest frags[kFatalSkbSlots];
+  const uint16_t total_len = first.size;  // the whole packet
+  if (first.flags & netif::kTxMoreData) {
+    bool more = false;
+    do {
+      if (slots >= work_to_do) {
+        ctr_.fatal_errors.add();
+        vif_.report_fatal("Asked for %u slots but exceeds this limit", work_to_do);
+        tx_frag_ids_.resize(frag_ids_at);
+        return -1;
+      }
+      // This guest is really using too many slots: malicious.
+      if (slots >= kFatalSkbSlots) {
+        ctr_.fatal_errors.add();
+        vif_.report_fatal("Malicious frontend using %u slots, threshold %u", slots, kFatalSkbSlots);
+        tx_frag_ids_.resize(frag_ids_at);
+        return -1;
+      }
+      // More than XEN_NETBK_LEGACY_SLOTS_MAX after the first: dropped.
+      if (drop == kNoDrop && slots >= kLegacySlotsMax) drop = kTooManySlots;
+      const TxRequest t = tx_.take_request();
+      frags[slots] = t;
+      tx_frag_ids_.push_back(t.id);
+      // A frame of 64 KiB or more overflowed first->size: not fatal, since
+      // buggy frontends do it; consume every slot and drop the packet.
+      if (drop == kNoDrop && t.size > first.size) drop = kOversizeSlot;
+      first.size = static_cast<uint16_t>(first.size - t.size);
+      ++slots;
+      if (uint32_t{t.offset} + t.size > kPageSize) {
+        ctr_.fatal_errors.add();
+        vif_.report_fatal("Cross page boundary, txp->offset: %u, size: %u", t.offset, t.size);
+        tx_frag_ids_.resize(frag_ids_at);
+        return -1;
+      }
+      more = (t.flags & netif::kTxMoreData) != 0;
+    } while (more);
+  }
+
+  if (drop != kNoDrop) {
+    tx_drop(first, extra_count, slots,
+            drop == kTooManySlots ? ctr_.tx_dropped_too_many_slots : ctr_.tx_dropped_oversize_slot);
+    tx_frag_ids_.resize(frag_ids_at);
+    return 0;
+  }
+  // xenvif_tx_build_gops(): the first slot must hold the Ethernet header...
+  if (first.size < kEthHlen) {
+    log_debug("%s-q%u: Bad packet size: %u", vif_.name.c_str(), index(), first.size);
+    tx_drop(first, extra_count, slots, ctr_.tx_dropped_short);
+    tx_frag_ids_.resize(frag_ids_at);
+    return 0;
+  }
+  // ...and must not cross its page.
+  if (uint32_t{first.offset} + first.size > kPageSize) {
+    ctr_.fatal_errors.add();
+    vif_.report_fatal("txreq.offset: %u, size: %u, end: %u", first.offset, first.size,
+                      uint32_t{first.offset} + first.size);
+    tx_frag_ids_.resize(frag_ids_at);
+    return -1;
+  }
+  // GSO extras are checked as xenvif_set_skb_gso() does (we do not segment).
+  const ExtraInfo& gso = extras[netif::kExtraTypeGso - 1];
+  if (gso.type) {
+    if (gso.u.gso.size == 0) {
+      ctr_.fatal_errors.add();
+      vif_.report_fatal("GSO size must not be zero.");
+      tx_frag_ids_.resize(frag_ids_at);
+      return -1;
+    }
+    if (gso.u.gso.type != 1 && gso.u.gso.type != 2) {  // XEN_NETIF_GSO_TYPE_TCPV4/V6
+      ctr_.fatal_errors.add();
+      vif_.report_fatal("Bad GSO type %d.", gso.u.gso.type);
+      tx_frag_ids_.resize(frag_ids_at);
+      return -1;
+    }
+  }
+
+  // Grant copies: the first slot's own data, then each later slot's.
+  TxPacket p{};
+  p.first_id = first.id;
+  p.flags = first.flags;
+  p.extra_count = extra_count;
+  p.nfrags = slots;
+  p.frag_ids_at = frag_ids_at;
+  p.staging_off = staging_used_;
+  p.len = total_len;
+  p.op_begin = static_cast<uint32_t>(tx_ops_.size());
+  uint32_t at = staging_used_;
+  auto add_copy = [&](const TxRequest& r, uint16_t len) {
+    if (len == 0) return;
+    GrantCopyOp op;
+    op.source = {true, vif_.domid, r.gref, r.offset, nullptr};
+    op.dest = {false, 0, 0, 0, staging_.get() + at};
+    op.len = len;
+    tx_ops_.push_back(op);
+    at += len;
+  };
+  add_copy(first, first.size);
+  for (uint32_t i = 0; i < slots; ++i)
+    add_copy(frags[i], frags[i].size);
+  p.op_end = static_cast<uint32_t>(tx_ops_.size());
+  staging_used_ = at;
+  tx_pkts_.push_back(p);
+  return 0;
+}
+
+// xenvif_tx_err(): NETIF_RSP_ERROR on the first slot (NULL on its extras)
+// and on every later slot.
+void Queue::tx_drop(const TxRequest& first, uint32_t extra_count, uint32_t nfrags,
+                    Counter& reason) {
+  reason.add();
+  tx_respond(first.id, netif::kRspError, false);
+  for (uint32_t i = 0; i < extra_count; ++i)
+    tx_respond(0, netif::kRspNull, true);
+  const uint32_t at = static_cast<uint32_t>(tx_frag_ids_.size()) - nfrags;
+  for (uint32_t i = 0; i < nfrags; ++i)
+    tx_respond(tx_frag_ids_[at + i], netif::kRspError, false);
+  ctr_.tx_error_responses.add(1 + nfrags);
+  tx_push();
+}
+
+// Runs the batch's grant copies, answers every slot, hands the good packets
+// on, pushes the responses (xenvif_tx_submit / xenvif_idx_release).
+void Queue::tx_flush() {
+  if (!tx_pkts_.empty()) {
+    if (!tx_ops_.empty()) {
+      Status s = mapper_.copy(std::span<GrantCopyOp>(tx_ops_));
+      if (s.failed()) {
+        for (auto& op : tx_ops_)
+          op.status = -1;  // GNTST_general_error
+      }
+    }
+    for (const TxPacket& p : tx_pkts_) {
+      bool ok = true;
+      for (uint32_t i = p.op_begin; i < p.op_end; ++i)
+        ok = ok && tx_ops_[i].status == 0;
+      const int16_t st = ok ? netif::kRspOkay : netif::kRspError;
+      tx_respond(p.first_id, st, false);
+      for (uint32_t i = 0; i < p.extra_count; ++i)
+        tx_respond(0, netif::kRspNull, true);
+      for (uint32_t i = 0; i < p.nfrags; ++i)
+        tx_respond(tx_frag_ids_[p.frag_ids_at + i], st, false);
+      if (ok) {
+        ctr_.tx_packets.add();
+        ctr_.tx_bytes.add(p.len);
+        tx_deliver(staging_.get() + p.staging_off, p.len, p.flags);
+        if (cfg_.mode != Mode::kSource) vif_.count_reconnect_packet();
+      } else {
+        log_debug("%s-q%u: grant copy of a TX packet failed", vif_.name.c_str(), index());
+        ctr_.tx_dropped_bad_grant.add();
+        ctr_.tx_error_responses.add(1 + p.nfrags);
+      }
+    }
+    tx_pkts_.clear();
+    tx_ops_.clear();
+    tx_frag_ids_.clear();
+    staging_used_ = 0;
+  }
+  tx_push();
+}
+
+void Queue::tx_respond(uint16_t id, int16_t status, bool extra) {
+  if (cfg_.fault == Fault::kLateTxRsp && !late_active_ && tx_rsp_count_ >= cfg_.fault_after) {
+    fault_start_late();
+  }
+  if (late_active_ && late_count_ < kLateCapacity) {
+    // late-tx-rsp: the response waits; later ones queue behind it, so the
+    // ring order is kept.
+    LateRsp& l = late_[(late_head_ + late_count_) % kLateCapacity];
+    l = LateRsp{id, status, extra, now_ns() + late_delay_ns_};
+    ++late_count_;
+    if (!extra) ctr_.faults_injected.add();
+    return;
+  }
+  tx_write_response(id, status, extra);
+}
+
+// make_tx_response(): the response goes in the next response slot. An extra
+// slot's response gets only its status (NETIF_RSP_NULL): its id keeps
+// whatever the slot holds, as in Linux.
+void Queue::tx_write_response(uint16_t id, int16_t status, bool extra) {
+  netif::TxResponse& r = tx_.next_response();
+  if (!extra) {
+    r.id = fault_tx_id(id);
+    last_tx_rsp_id_ = id;
+    ++tx_rsp_count_;
+  }
+  r.status = status;
+  tx_.commit_response();
+}
+
+void Queue::tx_push() {
+  if (tx_poisoned_) return;  // rsp-prod-overflow: leave the bogus rsp_prod alone
+  // RING_PUSH_RESPONSES_AND_CHECK_NOTIFY: notify only when asked to.
+  if (tx_.push_responses_and_check_notify()) notify(tx_port_);
+  fault_after_tx_push();
+}
+
+void Queue::tx_release_late(uint64_t now) {
+  bool any = false;
+  while (late_count_ && late_[late_head_].due_ns <= now) {
+    const LateRsp& l = late_[late_head_];
+    tx_write_response(l.id, l.status, l.extra);
+    late_head_ = (late_head_ + 1) % kLateCapacity;
+    --late_count_;
+    any = true;
+  }
+  if (any) tx_push();
+}
+
+void Queue::tx_deliver(const uint8_t* data, uint32_t len, uint16_t tx_flags) {
+  if (cfg_.mode != Mode::kLoopback) return;  // sink, or source (TX is sunk)
+  // What the first RX response says about the checksum (xenvif_rx_data_slot):
+  // a blank checksum stays blank when the frontend does checksum offload.
+  uint16_t rx_flags = 0;
+  if ((tx_flags & netif::kTxCsumBlank) && vif_.ip_csum) {
+    rx_flags = netif::kRxCsumBlank | netif::kRxDataValidated;
+  } else if (tx_flags & netif::kTxDataValidated) {
+    rx_flags = netif::kRxDataValidated;
+  }
+  rx_enqueue(data, len, rx_flags, now_ns());
+}
+
+}  // namespace xpv::netback

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// What the queues of one vif share with each other and with the control
+// thread. The control thread writes the negotiated features before it starts
+// the queues' workers and reads them only after stopping them; everything a
+// worker writes while running is atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <string>
+
+#include "netback/config.h"
+#include "netback/counters.h"
+#include "xpv/platform.h"
+
+namespace xpv::netback {
+
+struct VifContext {
+  VifContext(const Config& c, domid_t d, uint32_t h, const Mac& m, int wake)
+      : cfg(c), domid(d), handle(h), mac(m), control_wake_fd(wake) {
+    name = "vif" + std::to_string(d) + "." + std::to_string(h);
+  }
+
+  const Config& cfg;
+  const domid_t domid;
+  const uint32_t handle;
+  const Mac mac;
+  std::string name;  // "vif<domid>.<handle>", as Linux names the netdev
+
+  // Negotiated at connect (read_xenbus_vif_flags): fixed while workers run.
+  bool rx_notify = true;          // feature-rx-notify
+  bool can_sg = false;            // feature-sg
+  bool ip_csum = true;            // !feature-no-csum-offload
+  uint64_t stall_timeout_ns = 0;  // 0: RX stall detection off
+  uint64_t drain_timeout_ns = 0;  // RX queue expiry
+
+  // xenvif_fatal_tx_err(): the vif is disabled and its queues stop serving.
+  // The first reason is kept (written once, before fatal_state becomes 2).
+  std::atomic<bool> disabled{false};
+  std::atomic<int> fatal_state{0};  // 0 none, 1 being written, 2 written
+  char fatal_reason[256] = {};
+  std::atomic<bool> fatal_reported{false};  // the control thread has logged it
+
+  // Reports a fatal error from a worker; returns true for the first one.
+  [[gnu::format(printf, 2, 3)]] bool report_fatal(const char* fmt, ...);
+
+  // Faults shared by the queues.
+  std::atomic<bool> oneshot_fired{false};  // one-shot faults fire once per vif
+  bool claim_oneshot() { return !oneshot_fired.exchange(true); }
+  std::atomic<uint64_t> reconnect_packets{0};
+  std::atomic<uint64_t> reconnect_threshold{0};  // 0: not armed
+  std::atomic<bool> reconnect_requested{false};
+  // Counts one packet towards the reconnect fault (workers).
+  void count_reconnect_packet() {
+    const uint64_t t = reconnect_threshold.load(std::memory_order_relaxed);
+    if (t == 0) return;
+    if (reconnect_packets.fetch_add(1, std::memory_order_relaxed) + 1 == t) {
+      reconnect_requested.store(true);
+      wake_control();
+    }
+  }
+
+  // Queues whose guest RX is stalled (Linux's vif->stalled_queues).
+  std::atomic<uint32_t> stalled_queues{0};
+
+  // The control thread's eventfd.
+  const int control_wake_fd;
+  void wake_control() const;
+};
+
+}  // namespace xpv::netback

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Integration checks with real processes. Called by scripts/run-tests.sh.
+#   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
+# Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=build
+ASAN=
+ONLY=
+while (($#)); do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --asan) ASAN=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    *) echo "integration: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+source tests/integration/lib.sh
+trap cleanup_all EXIT
+
+NETBACK=$BUILD/src/netback/xpv-netback
+PKTGEN=$BUILD/examples/xpv-pktgen
+# Fault checks run the sanitized builds when there are any.
+NETBACK_SAN=$NETBACK
+PKTGEN_SAN=$PKTGEN
+if [[ -n $ASAN && -x $ASAN/src/netback/xpv-netback && -x $ASAN/examples/xpv-pktgen ]]; then
+  NETBACK_SAN=$ASAN/src/netback/xpv-netback
+  PKTGEN_SAN=$ASAN/examples/xpv-pktgen
+fi
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
+
+for f in "$NETBACK" "$PKTGEN"; do
+  [[ -x $f ]] || { fail setup "$f missing (make build)"; exit 1; }
+done
+
+if want netfront; then
+  source tests/integration/netfront.sh
+fi
+if want pmd; then
+  source tests/integration/pmd.sh
+fi
+
+echo "integration: $FAILED check(s) failed; logs in $RUN"
+((FAILED == 0))

@@ -1,0 +1,1562 @@
+// SPDX-License-Identifier: MIT
+// xpv-netback, driven by a small hand-written frontend made of the
+// foundation's pieces (a guest domain on the simulated hypervisor, grant
+// sharing, event channels, xenstore and the netif front rings): the toolstack
+// nodes, the handshake, the data path both ways, every TX rule Linux netback
+// enforces, RX stall and expiry, each injected fault as the frontend sees it,
+// and a frontend dying mid-traffic. The frontend is deliberately not the
+// project's netfront: it must be able to send what a netfront never would.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "netback/backend.h"
+#include "netback/cli.h"
+#include "ring/netif.h"
+#include "sim/client.h"
+#include "sim/hypervisor.h"
+#include "support/subprocess.h"
+#include "util/log.h"
+
+namespace xpv {
+namespace {
+
+using namespace std::chrono_literals;
+using netback::Backend;
+using netback::Config;
+using netback::Counters;
+using netback::Fault;
+using netback::Mode;
+using netback::VifStats;
+using netif::RxRequest;
+using netif::RxResponse;
+using netif::TxRequest;
+using netif::TxResponse;
+
+constexpr auto kTimeout = 10s;
+
+// Polls `pred` every millisecond until it holds or `timeout` passes.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = kTimeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+std::vector<uint8_t> pattern(size_t len, uint8_t seed) {
+  std::vector<uint8_t> v(len);
+  for (size_t i = 0; i < len; ++i)
+    v[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 8));
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// The test frontend.
+
+struct FeQueue {
+  SharedPages tx_ring, rx_ring;
+  SharedPages tx_bufs;  // page i: data of the TX request with id i
+  SharedPages rx_bufs;  // page i: buffer of the RX request with id i
+  netif::TxFrontRing tx;
+  netif::RxFrontRing rx;
+  evtchn_port_t tx_port = 0, rx_port = 0;
+};
+
+struct Received {
+  std::vector<uint8_t> data;
+  std::vector<RxResponse> rsps;
+  bool error = false;
+};
+
+struct KeyOptions {
+  bool split = true;
+  bool rx_copy = true;
+  bool rx_notify = true;
+  std::optional<uint32_t> num_queues_key;  // written as is when set
+};
+
+class Frontend {
+ public:
+  // A new guest domain of `hv` (in process), or over `platform` (any).
+  explicit Frontend(sim::Hypervisor& hv) { init(sim::local_platform(hv, /*as_dom0=*/false)); }
+  explicit Frontend(Result<std::unique_ptr<Platform>> p) { init(std::move(p)); }
+
+  domid_t domid() const { return domid_; }
+  XenStore& xs() { return *xs_; }
+  EventChannel& ev() { return *ev_; }
+  const std::string& fe() const { return fe_; }
+  const std::string& be() const { return be_; }
+  FeQueue& q(size_t i = 0) { return *queues_[i]; }
+
+  std::optional<std::string> read(const std::string& path) {
+    auto r = xs_->try_read(kXsNoTransaction, path);
+    if (!r || !*r) return std::nullopt;
+    return **r;
+  }
+  int be_state() {
+    auto s = read(be_ + "/state");
+    return s ? std::atoi(s->c_str()) : -1;
+  }
+  bool wait_be_state(int s) {
+    return wait_until([&] { return be_state() == s; });
+  }
+  void write(const std::string& key, const std::string& value) {
+    ASSERT_TRUE(xs_->write(kXsNoTransaction, fe_ + "/" + key, value)) << key;
+  }
+  void rm(const std::string& key) { (void)xs_->rm(kXsNoTransaction, fe_ + "/" + key); }
+  void set_state(int s) { write("state", std::to_string(s)); }
+
+  // Shares rings and buffers and allocates ports for `nq` queues.
+  void setup_queues(uint32_t nq, bool split) {
+    queues_.clear();
+    for (uint32_t i = 0; i < nq; ++i) {
+      auto q = std::make_unique<FeQueue>();
+      auto tr = sharer_->share(kDom0, 1, true);
+      auto rr = sharer_->share(kDom0, 1, true);
+      auto tb = sharer_->share(kDom0, 256, /*writable=*/false);
+      auto rb = sharer_->share(kDom0, 256, true);
+      ASSERT_TRUE(tr && rr && tb && rb);
+      q->tx_ring = std::move(*tr);
+      q->rx_ring = std::move(*rr);
+      q->tx_bufs = std::move(*tb);
+      q->rx_bufs = std::move(*rb);
+      q->tx.attach(q->tx_ring.data(), /*init=*/true);
+      q->rx.attach(q->rx_ring.data(), /*init=*/true);
+      auto tp = ev_->alloc_unbound(kDom0);
+      ASSERT_TRUE(tp);
+      q->tx_port = q->rx_port = *tp;
+      if (split) {
+        auto rp = ev_->alloc_unbound(kDom0);
+        ASSERT_TRUE(rp);
+        q->rx_port = *rp;
+      }
+      queues_.push_back(std::move(q));
+    }
+  }
+  // Unbinds the ports and ends access to every page (as a frontend that
+  // closes does).
+  void drop_queues() {
+    for (auto& q : queues_) {
+      (void)ev_->unbind(q->tx_port);
+      if (q->rx_port != q->tx_port) (void)ev_->unbind(q->rx_port);
+    }
+    queues_.clear();
+  }
+
+  // What a netfront writes in its handshake transaction.
+  void write_keys(const KeyOptions& o = {}) {
+    const uint32_t nq = static_cast<uint32_t>(queues_.size());
+    if (o.num_queues_key) {
+      write("multi-queue-num-queues", std::to_string(*o.num_queues_key));
+    } else if (nq > 1) {
+      write("multi-queue-num-queues", std::to_string(nq));
+    }
+    for (uint32_t i = 0; i < nq; ++i) {
+      const std::string dir = nq == 1 ? "" : "queue-" + std::to_string(i) + "/";
+      FeQueue& q = *queues_[i];
+      write(dir + "tx-ring-ref", std::to_string(q.tx_ring.ref(0)));
+      write(dir + "rx-ring-ref", std::to_string(q.rx_ring.ref(0)));
+      if (o.split) {
+        write(dir + "event-channel-tx", std::to_string(q.tx_port));
+        write(dir + "event-channel-rx", std::to_string(q.rx_port));
+      } else {
+        write(dir + "event-channel", std::to_string(q.tx_port));
+      }
+    }
+    if (o.rx_copy) write("request-rx-copy", "1");
+    if (o.rx_notify) write("feature-rx-notify", "1");
+    write("feature-sg", "1");
+  }
+
+  // The whole handshake; true once the backend is Connected.
+  bool connect(uint32_t nq = 1, KeyOptions o = {}) {
+    if (!wait_be_state(2)) return false;
+    setup_queues(nq, o.split);
+    write_keys(o);
+    set_state(4);
+    return wait_be_state(4);
+  }
+
+  // ---- TX ----
+  // Puts one packet on the TX ring: slot i carries sizes[i] bytes at
+  // offsets[i] (default 0) of its own page; the first slot's size field is
+  // the whole length. Returns the ids used.
+  std::vector<uint16_t> put_packet(FeQueue& q, const std::vector<uint8_t>& data,
+                                   const std::vector<uint16_t>& sizes, uint16_t flags = 0,
+                                   const std::vector<uint16_t>& offsets = {}) {
+    std::vector<uint16_t> ids;
+    size_t pos = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const uint16_t idx = static_cast<uint16_t>(q.tx.req_prod_pvt() & 255);
+      const uint16_t off = offsets.empty() ? 0 : offsets[i];
+      const size_t n = std::min<size_t>(sizes[i], data.size() - std::min(pos, data.size()));
+      if (off + n <= kPageSize) std::memcpy(q.tx_bufs.page(idx) + off, data.data() + pos, n);
+      pos += sizes[i];
+      TxRequest& r = q.tx.next_request();
+      r.gref = q.tx_bufs.ref(idx);
+      r.offset = off;
+      r.flags = static_cast<uint16_t>((i + 1 < sizes.size() ? netif::kTxMoreData : 0) |
+                                      (i == 0 ? flags : 0));
+      r.id = idx;
+      r.size = i == 0 ? static_cast<uint16_t>(data.size()) : sizes[i];
+      q.tx.commit_request();
+      ids.push_back(idx);
+    }
+    return ids;
+  }
+  // A raw request, exactly as given.
+  void put_raw(FeQueue& q, const TxRequest& r) {
+    q.tx.next_request() = r;
+    q.tx.commit_request();
+  }
+  void push_tx(FeQueue& q) {
+    if (q.tx.push_requests_and_check_notify()) {
+      ASSERT_TRUE(ev_->notify(q.tx_port));
+    }
+  }
+  // One single-slot packet, pushed.
+  uint16_t send(FeQueue& q, const std::vector<uint8_t>& data, uint16_t flags = 0) {
+    auto ids = put_packet(q, data, {static_cast<uint16_t>(data.size())}, flags);
+    push_tx(q);
+    return ids[0];
+  }
+  // Waits for `n` TX responses (or an overflow of the response ring).
+  std::vector<TxResponse> wait_tx(FeQueue& q, size_t n, bool* overflow = nullptr,
+                                  std::chrono::milliseconds timeout = kTimeout) {
+    std::vector<TxResponse> out;
+    wait_until(
+        [&] {
+          auto a = q.tx.available_responses();
+          if (a.overflow) {
+            if (overflow) *overflow = true;
+            return true;
+          }
+          for (uint32_t i = 0; i < a.count && out.size() < n; ++i)
+            out.push_back(q.tx.take_response());
+          return out.size() >= n;
+        },
+        timeout);
+    return out;
+  }
+
+  // Takes every TX response there is.
+  void drain_tx(FeQueue& q) {
+    auto a = q.tx.available_responses();
+    for (uint32_t i = 0; i < a.count; ++i)
+      (void)q.tx.take_response();
+  }
+
+  // ---- RX ----
+  void post_rx(FeQueue& q, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint16_t idx = static_cast<uint16_t>(q.rx.req_prod_pvt() & 255);
+      RxRequest& r = q.rx.next_request();
+      r.id = idx;
+      r.pad = 0;
+      r.gref = q.rx_bufs.ref(idx);
+      q.rx.commit_request();
+    }
+    if (q.rx.push_requests_and_check_notify()) {
+      ASSERT_TRUE(ev_->notify(q.rx_port));
+    }
+  }
+  void post_rx_raw(FeQueue& q, uint16_t id, grant_ref_t gref) {
+    RxRequest& r = q.rx.next_request();
+    r.id = id;
+    r.pad = 0;
+    r.gref = gref;
+    q.rx.commit_request();
+    if (q.rx.push_requests_and_check_notify()) {
+      ASSERT_TRUE(ev_->notify(q.rx_port));
+    }
+  }
+  // Gathers one packet's responses (until one without more_data).
+  std::optional<Received> receive(FeQueue& q, std::chrono::milliseconds timeout = kTimeout) {
+    Received r;
+    bool done = false;
+    wait_until(
+        [&] {
+          auto a = q.rx.available_responses();
+          if (a.overflow) return true;
+          for (uint32_t i = 0; i < a.count && !done; ++i) {
+            const uint32_t idx = q.rx.rsp_cons() & 255;  // our id = the request's index
+            RxResponse rsp = q.rx.take_response();
+            r.rsps.push_back(rsp);
+            if (rsp.status < 0) {
+              r.error = true;
+            } else if (rsp.offset + rsp.status <= static_cast<int>(kPageSize)) {
+              const uint8_t* p = q.rx_bufs.page(idx) + rsp.offset;
+              r.data.insert(r.data.end(), p, p + rsp.status);
+            }
+            done = !(rsp.flags & netif::kRxMoreData);
+          }
+          return done;
+        },
+        timeout);
+    if (!done) return std::nullopt;
+    return r;
+  }
+  // Whether any RX response arrives within `window` (for "never" checks).
+  bool rx_quiet_for(FeQueue& q, std::chrono::milliseconds window) {
+    return !wait_until([&] { return q.rx.available_responses().count > 0; }, window);
+  }
+
+ private:
+  void init(Result<std::unique_ptr<Platform>> p) {
+    ASSERT_TRUE(p) << p.error().message;
+    plat_ = std::move(*p);
+    domid_ = plat_->self_domid();
+    auto xs = plat_->open_xenstore();
+    auto sh = plat_->open_grant_sharer();
+    auto ev = plat_->open_event_channel();
+    ASSERT_TRUE(xs && sh && ev);
+    xs_ = std::move(*xs);
+    sharer_ = std::move(*sh);
+    ev_ = std::move(*ev);
+    fe_ = format("/local/domain/%u/device/vif/0", domid_);
+    be_ = format("/local/domain/0/backend/vif/%u/0", domid_);
+  }
+
+  std::unique_ptr<Platform> plat_;
+  std::unique_ptr<XenStore> xs_;
+  std::unique_ptr<GrantSharer> sharer_;
+  std::unique_ptr<EventChannel> ev_;
+  domid_t domid_ = 0;
+  std::string fe_, be_;
+  std::vector<std::unique_ptr<FeQueue>> queues_;
+};
+
+// ---------------------------------------------------------------------------
+
+struct NetbackTest : ::testing::Test {
+  std::unique_ptr<sim::Hypervisor> hv;
+  std::unique_ptr<Backend> be;
+  LogLevel saved_level = LogLevel::kInfo;
+
+  void SetUp() override {
+    saved_level = log_level();
+    set_log_level(LogLevel::kWarning);
+    auto h = sim::Hypervisor::create({8192, 4096});
+    ASSERT_TRUE(h) << h.error().message;
+    hv = std::move(*h);
+  }
+  void TearDown() override {
+    if (be) be->stop();
+    be.reset();
+    hv.reset();
+    set_log_level(saved_level);
+  }
+  void start(Config cfg = {}) {
+    auto b = Backend::create(*hv, cfg);
+    ASSERT_TRUE(b) << b.error().message;
+    be = std::move(*b);
+    ASSERT_TRUE(be->start());
+  }
+  VifStats vif(domid_t d, uint32_t h = 0) {
+    auto s = be->vif_stats(d, h);
+    EXPECT_TRUE(s.has_value());
+    return s.value_or(VifStats{});
+  }
+  Counters ctr(domid_t d, uint32_t h = 0) { return vif(d, h).total; }
+  bool wait_ctr(domid_t d, uint64_t Counters::*field, uint64_t want) {
+    return wait_until([&] { return ctr(d).*field == want; });
+  }
+  // A fatal error: the vif is disabled and says why, in its error node too.
+  void expect_fatal(Frontend& fe, const std::string& reason) {
+    ASSERT_TRUE(wait_until([&] {
+      return vif(fe.domid()).fatal_reason.find(reason) != std::string::npos;
+    })) << "fatal reason: '"
+        << vif(fe.domid()).fatal_reason << "', wanted '" << reason << "'";
+    VifStats s = vif(fe.domid());
+    EXPECT_TRUE(s.disabled);
+    EXPECT_EQ(s.total.fatal_errors, 1u);
+    ASSERT_TRUE(wait_until([&] { return fe.read(fe.be() + "/error").has_value(); }));
+    EXPECT_NE(fe.read(fe.be() + "/error")->find(reason), std::string::npos);
+    // Linux leaves the xenbus state alone: the vif just stops serving.
+    EXPECT_EQ(fe.be_state(), 4);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Toolstack and handshake.
+
+TEST_F(NetbackTest, ToolstackWritesBothDirectoriesWithPermissions) {
+  Config cfg;
+  cfg.vifs = 2;
+  cfg.mtu = 9000;
+  cfg.mac = netback::parse_mac("00:16:3e:aa:bb:cc");
+  cfg.max_queues = 4;
+  cfg.feature_sg = false;
+  start(cfg);
+  Frontend fe(*hv);
+  const domid_t d = fe.domid();
+  ASSERT_TRUE(fe.wait_be_state(2));
+  ASSERT_TRUE(wait_until(
+      [&] { return fe.read(format("/local/domain/0/backend/vif/%u/1/state", d)) == "2"; }));
+
+  auto expect = [&](const std::string& path, const std::string& value) {
+    EXPECT_EQ(fe.read(path).value_or("<absent>"), value) << path;
+  };
+  const std::string fe0 = fe.fe(), be0 = fe.be();
+  expect(fe0 + "/backend", be0);
+  expect(fe0 + "/backend-id", "0");
+  expect(fe0 + "/mac", "00:16:3e:aa:bb:cc");
+  expect(fe0 + "/handle", "0");
+  expect(fe0 + "/mtu", "9000");
+  expect(fe0 + "/state", "1");
+  expect(be0 + "/frontend", fe0);
+  expect(be0 + "/frontend-id", std::to_string(d));
+  expect(be0 + "/online", "1");
+  expect(be0 + "/handle", "0");
+  expect(be0 + "/mac", "00:16:3e:aa:bb:cc");
+  expect(be0 + "/feature-sg", "0");
+  expect(be0 + "/feature-rx-copy", "1");
+  expect(be0 + "/feature-rx-flip", "0");
+  expect(be0 + "/feature-split-event-channels", "1");
+  expect(be0 + "/multi-queue-max-queues", "4");
+  expect(be0 + "/feature-gso-tcpv4", "0");
+  expect(be0 + "/feature-gso-tcpv6", "0");
+  expect(be0 + "/feature-ipv6-csum-offload", "0");
+  expect(be0 + "/feature-ctrl-ring", "0");
+  // vif 1 gets the default mac: 00:16:3e:<domid>:<handle>.
+  expect(format("/local/domain/%u/device/vif/1/mac", d),
+         format("00:16:3e:00:%02x:01", static_cast<unsigned>(d)));
+  expect(format("/local/domain/%u/device/vif/1/handle", d), "1");
+
+  // Permissions: the frontend dir is the guest's, dom0 reads; the backend
+  // dir is dom0's, the guest reads.
+  const std::vector<XsPermission> fe_perms = {{d, XsPermission::kNone},
+                                              {kDom0, XsPermission::kRead}};
+  const std::vector<XsPermission> be_perms = {{kDom0, XsPermission::kNone},
+                                              {d, XsPermission::kRead}};
+  for (const char* k : {"", "/state", "/mac", "/backend"}) {
+    auto p = fe.xs().get_permissions(kXsNoTransaction, fe0 + k);
+    ASSERT_TRUE(p) << k;
+    EXPECT_EQ(*p, fe_perms) << k;
+  }
+  for (const char* k : {"", "/state", "/feature-rx-copy"}) {
+    auto p = fe.xs().get_permissions(kXsNoTransaction, be0 + k);
+    ASSERT_TRUE(p) << k;
+    EXPECT_EQ(*p, be_perms) << k;
+  }
+  // The guest may not write the backend's nodes, and may write its own.
+  EXPECT_FALSE(fe.xs().write(kXsNoTransaction, be0 + "/state", "4"));
+  EXPECT_TRUE(fe.xs().write(kXsNoTransaction, fe0 + "/tx-ring-ref", "9"));
+  // Another guest can read neither.
+  Frontend other(*hv);
+  EXPECT_FALSE(other.xs().read(kXsNoTransaction, fe0 + "/mac"));
+  EXPECT_FALSE(other.xs().read(kXsNoTransaction, be0 + "/state"));
+}
+
+TEST_F(NetbackTest, HandshakeWithSplitAndSingleEventChannels) {
+  start();
+  Frontend a(*hv), b(*hv);
+  ASSERT_TRUE(a.connect(1, KeyOptions{}));
+  KeyOptions single;
+  single.split = false;
+  ASSERT_TRUE(b.connect(1, single));
+  VifStats sa = vif(a.domid()), sb = vif(b.domid());
+  EXPECT_EQ(sa.queues, 1u);
+  EXPECT_TRUE(sa.split_evtchn);
+  EXPECT_EQ(sb.queues, 1u);
+  EXPECT_FALSE(sb.split_evtchn);
+  EXPECT_EQ(sa.total.connects, 1u);
+  EXPECT_FALSE(a.read(a.be() + "/error"));
+  // Both work, each with its own kind of channel.
+  for (Frontend* f : {&a, &b}) {
+    f->post_rx(f->q(), 8);
+    auto data = pattern(100, 3);
+    f->send(f->q(), data);
+    auto rsp = f->wait_tx(f->q(), 1);
+    ASSERT_EQ(rsp.size(), 1u);
+    EXPECT_EQ(rsp[0].status, netif::kRspOkay);
+    auto got = f->receive(f->q());
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->data, data);
+  }
+}
+
+TEST_F(NetbackTest, MultiQueueKeysUnderQueueN) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect(3));
+  EXPECT_EQ(vif(fe.domid()).queues, 3u);
+  // Each queue loops back on itself.
+  for (uint32_t i = 0; i < 3; ++i) {
+    fe.post_rx(fe.q(i), 4);
+    auto data = pattern(200 + i, static_cast<uint8_t>(i));
+    fe.send(fe.q(i), data);
+    auto got = fe.receive(fe.q(i));
+    ASSERT_TRUE(got) << i;
+    EXPECT_EQ(got->data, data);
+  }
+  auto per = vif(fe.domid()).per_queue;
+  ASSERT_EQ(per.size(), 3u);
+  for (const Counters& c : per) {
+    EXPECT_EQ(c.tx_packets, 1u);
+    EXPECT_EQ(c.rx_packets, 1u);
+  }
+}
+
+TEST_F(NetbackTest, TooManyQueuesIsAXenbusFatal) {
+  Config cfg;
+  cfg.max_queues = 8;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  fe.setup_queues(1, true);
+  KeyOptions o;
+  o.num_queues_key = 9;
+  fe.write_keys(o);
+  fe.set_state(4);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  EXPECT_EQ(fe.read(fe.be() + "/error").value_or(""),
+            "22 guest requested 9 queues, exceeding the maximum of 8.");
+  EXPECT_EQ(vif(fe.domid()).total.fatal_errors, 1u);
+  EXPECT_EQ(vif(fe.domid()).queues, 0u);
+}
+
+TEST_F(NetbackTest, ZeroQueuesIsAXenbusFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  fe.setup_queues(1, true);
+  KeyOptions o;
+  o.num_queues_key = 0;
+  fe.write_keys(o);
+  fe.set_state(4);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  EXPECT_EQ(fe.read(fe.be() + "/error").value_or(""), "22 guest requested 0 queues.");
+}
+
+TEST_F(NetbackTest, UnexpectedFrontendStateIsAXenbusFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  fe.set_state(7);  // Reconfiguring: netback has no business with it
+  ASSERT_TRUE(fe.wait_be_state(5));
+  EXPECT_EQ(fe.read(fe.be() + "/error").value_or(""), "22 saw state 7 at frontend");
+}
+
+TEST_F(NetbackTest, MissingRequestRxCopyIsAXenbusFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  fe.setup_queues(1, true);
+  KeyOptions o;
+  o.rx_copy = false;
+  fe.write_keys(o);
+  fe.set_state(4);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  EXPECT_EQ(fe.read(fe.be() + "/error").value_or(""), "95 frontend does not support rx-copy");
+  EXPECT_EQ(hv->stats().grant_maps, 0u) << "nothing stays mapped";
+}
+
+TEST_F(NetbackTest, BadRingRefOrPortIsAXenbusFatalAndNothingLeaks) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  const auto base = hv->stats();
+  fe.setup_queues(1, true);
+  fe.write_keys();
+  fe.write("event-channel-rx", "999");  // not a port offered to dom0
+  fe.set_state(4);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  const std::string err = fe.read(fe.be() + "/error").value_or("");
+  EXPECT_NE(err.find("mapping shared-frames"), std::string::npos) << err;
+  EXPECT_NE(err.find("rx 999"), std::string::npos) << err;
+  auto s = hv->stats();
+  EXPECT_EQ(s.grant_maps, 0u);
+  EXPECT_EQ(s.evtchn_handles, base.evtchn_handles + 0u) << "the queue's handle was closed";
+}
+
+// Linux's connect_data_rings() reads event-channel-tx/-rx first and falls
+// back to event-channel only when they are absent. A frontend that used
+// split channels, closed, and reconnects with a single channel while the
+// old keys are still there gets its stale ports bound: the handshake fails
+// (here because the old ports are gone). Our frontend must remove stale keys;
+// this backend behaves as Linux does so that forgetting it shows.
+TEST_F(NetbackTest, StaleSplitChannelKeysWinOverEventChannelAsInLinux) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect(1, KeyOptions{}));
+  const evtchn_port_t old_tx = fe.q().tx_port, old_rx = fe.q().rx_port;
+  // Close: backend Closing, then Closed; the vif keeps its online node.
+  fe.set_state(5);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  fe.drop_queues();
+  fe.set_state(6);
+  ASSERT_TRUE(fe.wait_be_state(6));
+  EXPECT_EQ(vif(fe.domid()).queues, 0u);
+  EXPECT_EQ(vif(fe.domid()).total.disconnects, 1u);
+  // Start over with a single channel, leaving the stale split keys.
+  fe.set_state(1);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  fe.setup_queues(1, /*split=*/false);
+  KeyOptions single;
+  single.split = false;
+  fe.write_keys(single);
+  ASSERT_TRUE(fe.read(fe.fe() + "/event-channel-tx"));
+  fe.set_state(4);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  const std::string err = fe.read(fe.be() + "/error").value_or("");
+  EXPECT_NE(err.find(format("port tx %u rx %u", old_tx, old_rx)), std::string::npos) << err;
+
+  // The fix is the frontend's: remove the stale keys and connect again.
+  fe.set_state(6);
+  ASSERT_TRUE(fe.wait_be_state(6));
+  fe.rm("event-channel-tx");
+  fe.rm("event-channel-rx");
+  fe.set_state(1);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  fe.set_state(4);
+  ASSERT_TRUE(fe.wait_be_state(4));
+  EXPECT_FALSE(fe.read(fe.be() + "/error")) << "a successful connect clears the error";
+  EXPECT_FALSE(vif(fe.domid()).split_evtchn);
+  fe.post_rx(fe.q(), 2);
+  auto data = pattern(64, 9);
+  fe.send(fe.q(), data);
+  auto got = fe.receive(fe.q());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->data, data);
+  EXPECT_EQ(vif(fe.domid()).total.connects, 2u);
+}
+
+// ---------------------------------------------------------------------------
+// Data path.
+
+TEST_F(NetbackTest, LoopbackOf60And1514And9000BytesBothWaysMultiSlot) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 64);
+  struct Case {
+    size_t len;
+    std::vector<uint16_t> slots;
+  };
+  const Case cases[] = {
+      {60, {60}},
+      {1514, {1000, 514}},              // first slot's size field: 1514
+      {9000, {4096, 4096, 808}},        // three full-page-ish slots
+      {9000, {100, 3000, 4000, 1900}},  // uneven
+  };
+  uint64_t bytes = 0;
+  for (const Case& c : cases) {
+    auto data = pattern(c.len, static_cast<uint8_t>(c.len));
+    auto ids = fe.put_packet(q, data, c.slots, netif::kTxCsumBlank);
+    fe.push_tx(q);
+    auto rsp = fe.wait_tx(q, c.slots.size());
+    ASSERT_EQ(rsp.size(), c.slots.size());
+    for (size_t i = 0; i < rsp.size(); ++i) {
+      EXPECT_EQ(rsp[i].id, ids[i]);
+      EXPECT_EQ(rsp[i].status, netif::kRspOkay);
+    }
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got) << c.len;
+    EXPECT_EQ(got->data, data) << c.len;
+    // RX: ceil(len / 4096) slots at offset 0, more_data on all but the last,
+    // a blank checksum stays blank.
+    ASSERT_EQ(got->rsps.size(), (c.len + 4095) / 4096);
+    for (size_t i = 0; i < got->rsps.size(); ++i) {
+      const RxResponse& r = got->rsps[i];
+      EXPECT_EQ(r.offset, 0);
+      EXPECT_EQ(!!(r.flags & netif::kRxMoreData), i + 1 < got->rsps.size());
+      EXPECT_EQ(r.status, static_cast<int16_t>(std::min<size_t>(4096, c.len - i * 4096)));
+    }
+    EXPECT_EQ(got->rsps[0].flags & (netif::kRxCsumBlank | netif::kRxDataValidated),
+              netif::kRxCsumBlank | netif::kRxDataValidated);
+    bytes += c.len;
+  }
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.tx_packets, 4u);
+  EXPECT_EQ(c.tx_bytes, bytes);
+  EXPECT_EQ(c.rx_packets, 4u);
+  EXPECT_EQ(c.rx_bytes, bytes);
+  EXPECT_EQ(c.tx_error_responses, 0u);
+  EXPECT_EQ(c.fatal_errors, 0u);
+  EXPECT_GT(c.events, 0u);
+}
+
+TEST_F(NetbackTest, ManyPacketsInBatchesWrapTheRings) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 200);
+  uint32_t received = 0;
+  for (uint32_t round = 0; round < 12; ++round) {
+    for (uint32_t i = 0; i < 50; ++i) {
+      auto data = pattern(60 + i, static_cast<uint8_t>(round * 50 + i));
+      fe.put_packet(q, data, {static_cast<uint16_t>(data.size())});
+    }
+    fe.push_tx(q);
+    auto rsp = fe.wait_tx(q, 50);
+    ASSERT_EQ(rsp.size(), 50u);
+    for (uint32_t i = 0; i < 50; ++i) {
+      auto got = fe.receive(q);
+      ASSERT_TRUE(got) << round << "/" << i;
+      ASSERT_EQ(got->data, pattern(60 + i, static_cast<uint8_t>(round * 50 + i)));
+      ++received;
+    }
+    fe.post_rx(q, 50);
+  }
+  EXPECT_EQ(received, 600u);
+  EXPECT_EQ(ctr(fe.domid()).rx_packets, 600u);
+}
+
+TEST_F(NetbackTest, ExtraInfoSlotsAreConsumedAndAnsweredNull) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 4);
+  auto data = pattern(200, 1);
+  // First slot flagged extra_info, then a GSO extra, then a data slot.
+  const uint16_t id0 = static_cast<uint16_t>(q.tx.req_prod_pvt() & 255);
+  std::memcpy(q.tx_bufs.page(id0), data.data(), 100);
+  fe.put_raw(q,
+             TxRequest{q.tx_bufs.ref(id0), 0,
+                       static_cast<uint16_t>(netif::kTxMoreData | netif::kTxExtraInfo), id0, 200});
+  netif::ExtraInfo gso{};
+  gso.type = netif::kExtraTypeGso;
+  gso.u.gso.size = 1448;
+  gso.u.gso.type = 1;  // TCPv4
+  TxRequest raw{};
+  std::memcpy(&raw, &gso, sizeof gso);
+  fe.put_raw(q, raw);
+  const uint16_t id2 = static_cast<uint16_t>(q.tx.req_prod_pvt() & 255);
+  std::memcpy(q.tx_bufs.page(id2), data.data() + 100, 100);
+  fe.put_raw(q, TxRequest{q.tx_bufs.ref(id2), 0, 0, id2, 100});
+  fe.push_tx(q);
+  auto rsp = fe.wait_tx(q, 3);
+  ASSERT_EQ(rsp.size(), 3u);
+  EXPECT_EQ(rsp[0].id, id0);
+  EXPECT_EQ(rsp[0].status, netif::kRspOkay);
+  EXPECT_EQ(rsp[1].status, netif::kRspNull);
+  EXPECT_EQ(rsp[2].id, id2);
+  EXPECT_EQ(rsp[2].status, netif::kRspOkay);
+  auto got = fe.receive(q);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->data, data);
+}
+
+// ---------------------------------------------------------------------------
+// TX rules (xenvif_tx_build_gops / xenvif_count_requests).
+
+// Slots of `n` bytes each (the first slot's size field is the total).
+std::vector<uint16_t> slots_of(size_t count, uint16_t each) {
+  return std::vector<uint16_t>(count, each);
+}
+
+TEST_F(NetbackTest, UpTo19SlotsAreAccepted20And21DroppedWithErrors) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 32);
+  // 18 slots (XEN_NETIF_NR_SLOTS_MIN, what every backend must take) and 19.
+  for (size_t n : {18u, 19u}) {
+    auto data = pattern(n * 100, static_cast<uint8_t>(n));
+    fe.put_packet(q, data, slots_of(n, 100));
+    fe.push_tx(q);
+    auto rsp = fe.wait_tx(q, n);
+    ASSERT_EQ(rsp.size(), n);
+    for (auto& r : rsp)
+      EXPECT_EQ(r.status, netif::kRspOkay) << n;
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->data, data);
+  }
+  // 20 and 21: every slot answered NETIF_RSP_ERROR, nothing delivered.
+  for (size_t n : {20u, 21u}) {
+    auto ids = fe.put_packet(q, pattern(n * 100, 0), slots_of(n, 100));
+    fe.push_tx(q);
+    auto rsp = fe.wait_tx(q, n);
+    ASSERT_EQ(rsp.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(rsp[i].id, ids[i]);
+      EXPECT_EQ(rsp[i].status, netif::kRspError) << n << " slot " << i;
+    }
+  }
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.tx_packets, 2u);
+  EXPECT_EQ(c.tx_dropped_too_many_slots, 2u);
+  EXPECT_EQ(c.tx_error_responses, 41u);
+  EXPECT_EQ(c.fatal_errors, 0u);
+  EXPECT_TRUE(fe.rx_quiet_for(q, 50ms));
+  // Still serving.
+  fe.send(q, pattern(80, 2));
+  ASSERT_EQ(fe.wait_tx(q, 1).size(), 1u);
+}
+
+TEST_F(NetbackTest, TwentyTwoSlotsIsFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.put_packet(fe.q(), pattern(22 * 50, 0), slots_of(22, 50));
+  fe.push_tx(fe.q());
+  expect_fatal(fe, "Malicious frontend using 20 slots, threshold 20");
+  // A disabled vif answers nothing more.
+  fe.send(fe.q(), pattern(60, 1));
+  EXPECT_TRUE(fe.wait_tx(fe.q(), 1, nullptr, 100ms).empty());
+}
+
+TEST_F(NetbackTest, ShortPacketIsDroppedWithAnError) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.send(q, pattern(13, 0));
+  auto rsp = fe.wait_tx(q, 1);
+  ASSERT_EQ(rsp.size(), 1u);
+  EXPECT_EQ(rsp[0].status, netif::kRspError);
+  // Linux checks the first slot's own length: 100 bytes with only 10 in the
+  // first slot are dropped too.
+  fe.put_packet(q, pattern(100, 0), {10, 90});
+  fe.push_tx(q);
+  rsp = fe.wait_tx(q, 2);
+  ASSERT_EQ(rsp.size(), 2u);
+  EXPECT_EQ(rsp[0].status, netif::kRspError);
+  EXPECT_EQ(rsp[1].status, netif::kRspError);
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.tx_dropped_short, 2u);
+  EXPECT_EQ(c.tx_error_responses, 3u);
+  EXPECT_EQ(c.tx_packets, 0u);
+  EXPECT_FALSE(vif(fe.domid()).disabled);
+}
+
+TEST_F(NetbackTest, SlotBiggerThanTheRemainingSizeIsDroppedWithErrors) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  // Total 1000, but the slots after the first claim 800 + 800.
+  auto data = pattern(1000, 0);
+  fe.put_packet(q, data, {100, 800, 800});
+  fe.push_tx(q);
+  auto rsp = fe.wait_tx(q, 3);
+  ASSERT_EQ(rsp.size(), 3u);
+  for (auto& r : rsp)
+    EXPECT_EQ(r.status, netif::kRspError);
+  EXPECT_EQ(ctr(fe.domid()).tx_dropped_oversize_slot, 1u);
+  EXPECT_FALSE(vif(fe.domid()).disabled);
+}
+
+TEST_F(NetbackTest, BadGrantIsAnErrorResponse) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.put_raw(q, TxRequest{77777, 0, 0, 5, 100});  // no such grant
+  fe.push_tx(q);
+  auto rsp = fe.wait_tx(q, 1);
+  ASSERT_EQ(rsp.size(), 1u);
+  EXPECT_EQ(rsp[0].id, 5);
+  EXPECT_EQ(rsp[0].status, netif::kRspError);
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.tx_dropped_bad_grant, 1u);
+  EXPECT_EQ(c.tx_error_responses, 1u);
+  EXPECT_FALSE(vif(fe.domid()).disabled);
+}
+
+TEST_F(NetbackTest, LaterSlotCrossingThePageIsFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.put_packet(fe.q(), pattern(1100, 0), {100, 1000}, 0, {0, 3500});
+  fe.push_tx(fe.q());
+  expect_fatal(fe, "Cross page boundary, txp->offset: 3500, size: 1000");
+}
+
+TEST_F(NetbackTest, FirstSlotCrossingThePageIsFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  // The first slot's own data is total minus the later slots: 1500 - 500.
+  fe.put_packet(fe.q(), pattern(1500, 0), {1000, 500}, 0, {3500, 0});
+  fe.push_tx(fe.q());
+  expect_fatal(fe, "txreq.offset: 3500, size: 1000, end: 4500");
+}
+
+TEST_F(NetbackTest, RequestProducerOverflowIsFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  // req_prod 300 past the consumer: more than 256 requests.
+  ring::store_release(fe.q().tx.header()->req_prod, 300);
+  ASSERT_TRUE(fe.ev().notify(fe.q().tx_port));
+  expect_fatal(fe, "Impossible number of requests. req_prod 300, req_cons 0, size 256");
+}
+
+TEST_F(NetbackTest, PacketRunningPastTheProducerIsFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  // more_data on the last slot pushed.
+  fe.put_raw(fe.q(), TxRequest{fe.q().tx_bufs.ref(0), 0, netif::kTxMoreData, 0, 200});
+  fe.push_tx(fe.q());
+  expect_fatal(fe, "Asked for 0 slots but exceeds this limit");
+}
+
+TEST_F(NetbackTest, InvalidExtraTypeIsFatal) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.put_raw(fe.q(), TxRequest{fe.q().tx_bufs.ref(0), 0, netif::kTxExtraInfo, 0, 60});
+  TxRequest raw{};
+  raw.gref = 9;  // type 9, flags 0
+  fe.put_raw(fe.q(), raw);
+  fe.push_tx(fe.q());
+  expect_fatal(fe, "Invalid extra type: 9");
+}
+
+// ---------------------------------------------------------------------------
+// RX.
+
+TEST_F(NetbackTest, RxStallIsDetectedAndRecoveredFrom) {
+  Config cfg;
+  cfg.rx_stall_timeout_ms = 300;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  // No RX request posted: the looped-back packets wait, then the guest RX
+  // is declared stalled and what waited is dropped.
+  for (int i = 0; i < 3; ++i)
+    fe.send(q, pattern(100, static_cast<uint8_t>(i)));
+  ASSERT_EQ(fe.wait_tx(q, 3).size(), 3u);
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::rx_stalls, 1));
+  EXPECT_EQ(ctr(fe.domid()).rx_dropped_stalled, 3u);
+  // While stalled, new packets are dropped at once.
+  fe.send(q, pattern(100, 7));
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::rx_dropped_stalled, 4));
+  // Requests again: the queue is ready, packets flow.
+  fe.post_rx(q, 4);
+  auto data = pattern(300, 8);
+  ASSERT_TRUE(wait_until([&] {
+    // The backend notices the posted requests; until then it drops.
+    fe.drain_tx(q);
+    fe.send(q, data);
+    return fe.receive(q, 20ms).has_value();
+  }));
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.rx_stalls, 1u);
+  EXPECT_GE(c.rx_packets, 1u);
+}
+
+TEST_F(NetbackTest, QueuedPacketsExpire) {
+  Config cfg;
+  cfg.rx_stall_timeout_ms = 0;  // stall detection off
+  cfg.rx_expire_ms = 200;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  for (int i = 0; i < 5; ++i)
+    fe.send(q, pattern(100, static_cast<uint8_t>(i)));
+  ASSERT_EQ(fe.wait_tx(q, 5).size(), 5u);
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::rx_dropped_expired, 5));
+  EXPECT_EQ(ctr(fe.domid()).rx_stalls, 0u);
+  // Expired packets are gone: posting requests now delivers nothing old.
+  fe.post_rx(q, 4);
+  EXPECT_TRUE(fe.rx_quiet_for(q, 50ms));
+  auto data = pattern(120, 40);
+  fe.send(q, data);
+  auto got = fe.receive(q);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->data, data);
+}
+
+TEST_F(NetbackTest, WithoutRxNotifyPacketsExpireAfter30ms) {
+  Config cfg;
+  cfg.rx_expire_ms = 60'000;
+  start(cfg);
+  Frontend fe(*hv);
+  KeyOptions o;
+  o.rx_notify = false;
+  ASSERT_TRUE(fe.connect(1, o));
+  fe.send(fe.q(), pattern(100, 0));
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::rx_dropped_expired, 1));
+}
+
+TEST_F(NetbackTest, FullRxQueueDrops) {
+  Config cfg;
+  cfg.rx_queue_packets = 16;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  for (int i = 0; i < 20; ++i)
+    fe.put_packet(q, pattern(100, static_cast<uint8_t>(i)), {100});
+  fe.push_tx(q);
+  ASSERT_EQ(fe.wait_tx(q, 20).size(), 20u);
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::rx_dropped_queue_full, 4));
+  fe.post_rx(q, 32);
+  for (int i = 0; i < 16; ++i) {
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got) << i;
+    EXPECT_EQ(got->data, pattern(100, static_cast<uint8_t>(i)));
+  }
+}
+
+TEST_F(NetbackTest, BadRxRequestIsAnsweredWithAnError) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx_raw(q, 0, 66666);  // not a grant
+  fe.send(q, pattern(100, 0));
+  auto got = fe.receive(q);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->rsps.size(), 1u);
+  EXPECT_EQ(got->rsps[0].id, 0);
+  EXPECT_EQ(got->rsps[0].status, netif::kRspError);
+  EXPECT_EQ(ctr(fe.domid()).rx_bad_requests, 1u);
+  EXPECT_EQ(ctr(fe.domid()).rx_packets, 0u);
+  // The next good request works.
+  fe.post_rx(q, 1);
+  auto data = pattern(100, 5);
+  fe.send(q, data);
+  got = fe.receive(q);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->data, data);
+}
+
+// ---------------------------------------------------------------------------
+// Modes.
+
+TEST_F(NetbackTest, SourceModeGeneratesNumberedFrames) {
+  Config cfg;
+  cfg.mode = Mode::kSource;
+  cfg.source_size = 5000;  // two RX slots each
+  cfg.source_count = 5;
+  cfg.mac = netback::parse_mac("00:16:3e:01:02:03");
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 64);
+  for (uint64_t seq = 0; seq < 5; ++seq) {
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got) << seq;
+    ASSERT_EQ(got->data.size(), 5000u);
+    ASSERT_EQ(got->rsps.size(), 2u);
+    const uint8_t head[14] = {0x00, 0x16, 0x3e, 0x01, 0x02, 0x03, 0x02,
+                              0,    0,    0,    0,    0x01, 0x88, 0xb5};
+    EXPECT_EQ(std::memcmp(got->data.data(), head, 14), 0);
+    uint64_t s = 0;
+    for (int i = 0; i < 8; ++i)
+      s = s << 8 | got->data[14 + i];
+    EXPECT_EQ(s, seq);
+    for (size_t i = 22; i < got->data.size(); ++i)
+      ASSERT_EQ(got->data[i], static_cast<uint8_t>(seq + i)) << i;
+  }
+  EXPECT_TRUE(fe.rx_quiet_for(q, 50ms)) << "--source-count 5";
+  // TX is sunk.
+  fe.send(q, pattern(60, 0));
+  ASSERT_EQ(fe.wait_tx(q, 1).size(), 1u);
+  EXPECT_TRUE(fe.rx_quiet_for(q, 20ms));
+  EXPECT_EQ(ctr(fe.domid()).rx_packets, 5u);
+}
+
+TEST_F(NetbackTest, SourceModeKeepsGoingAsRequestsArePosted) {
+  Config cfg;
+  cfg.mode = Mode::kSource;
+  cfg.source_size = 1500;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  // A few requests at a time, many times around the ring: the backend must
+  // ask to be notified (req_event) whenever it runs out.
+  fe.post_rx(q, 16);
+  for (uint64_t seq = 0; seq < 1000; ++seq) {
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got) << seq;
+    uint64_t s = 0;
+    for (int i = 0; i < 8; ++i)
+      s = s << 8 | got->data[14 + i];
+    ASSERT_EQ(s, seq);
+    if (seq % 16 == 15) fe.post_rx(q, 16);
+  }
+  EXPECT_EQ(ctr(fe.domid()).rx_dropped_queue_full, 0u);
+}
+
+TEST_F(NetbackTest, SinkModeCountsAndDrops) {
+  Config cfg;
+  cfg.mode = Mode::kSink;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 8);
+  for (int i = 0; i < 4; ++i)
+    fe.send(fe.q(), pattern(500, 0));
+  ASSERT_EQ(fe.wait_tx(fe.q(), 4).size(), 4u);
+  EXPECT_EQ(ctr(fe.domid()).tx_packets, 4u);
+  EXPECT_EQ(ctr(fe.domid()).tx_bytes, 2000u);
+  EXPECT_TRUE(fe.rx_quiet_for(fe.q(), 20ms));
+}
+
+TEST_F(NetbackTest, BusyPollNeedsNoNotifications) {
+  Config cfg;
+  cfg.busy_poll = true;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 16);
+  // Once the worker disarmed req_event, pushes ask for no notification.
+  ASSERT_TRUE(wait_until(
+      [&] { return ring::load_relaxed(q.tx.header()->req_event) - q.tx.req_prod_pvt() > 0x1000; }));
+  for (int i = 0; i < 10; ++i) {
+    auto data = pattern(100, static_cast<uint8_t>(i));
+    fe.put_packet(q, data, {100});
+    EXPECT_FALSE(q.tx.push_requests_and_check_notify());
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->data, data);
+  }
+  EXPECT_EQ(ctr(fe.domid()).tx_packets, 10u);
+}
+
+// ---------------------------------------------------------------------------
+// Faults, as the frontend sees them.
+
+TEST_F(NetbackTest, FaultBadTxResponseId) {
+  Config cfg;
+  cfg.fault = Fault::kBadTxRspId;
+  cfg.fault_after = 2;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  for (int i = 0; i < 4; ++i)
+    fe.put_packet(fe.q(), pattern(60, 0), {60});
+  fe.push_tx(fe.q());
+  auto rsp = fe.wait_tx(fe.q(), 4);
+  ASSERT_EQ(rsp.size(), 4u);
+  EXPECT_EQ(rsp[0].id, 0);
+  EXPECT_EQ(rsp[1].id, 1);
+  EXPECT_EQ(rsp[2].id, 0xFFFF);
+  EXPECT_EQ(rsp[3].id, 3);
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+}
+
+TEST_F(NetbackTest, FaultDuplicateTxResponse) {
+  Config cfg;
+  cfg.fault = Fault::kDupTxRsp;
+  cfg.fault_after = 2;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  for (int i = 0; i < 4; ++i)
+    fe.put_packet(fe.q(), pattern(60, 0), {60});
+  fe.push_tx(fe.q());
+  auto rsp = fe.wait_tx(fe.q(), 4);
+  ASSERT_EQ(rsp.size(), 4u);
+  EXPECT_EQ(rsp[0].id, 0);
+  EXPECT_EQ(rsp[1].id, 1);
+  EXPECT_EQ(rsp[2].id, 1) << "answered twice";
+  EXPECT_EQ(rsp[3].id, 3);
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+}
+
+TEST_F(NetbackTest, FaultResponseProducerOverflow) {
+  Config cfg;
+  cfg.fault = Fault::kRspProdOverflow;
+  cfg.fault_after = 1;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  // The first response is pushed, then rsp_prod jumps 1000 further (the
+  // frontend may or may not see the response before the jump).
+  fe.send(fe.q(), pattern(60, 0));
+  bool overflow = false;
+  auto rsp = fe.wait_tx(fe.q(), 2, &overflow);
+  EXPECT_TRUE(overflow) << "RING_RESPONSE_PROD_OVERFLOW";
+  EXPECT_LE(rsp.size(), 1u);
+  EXPECT_EQ(ring::load_relaxed(fe.q().tx.header()->rsp_prod), 1001u);
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+  // The backend leaves the ring alone from then on.
+  fe.send(fe.q(), pattern(60, 1));
+  EXPECT_FALSE(
+      wait_until([&] { return ring::load_relaxed(fe.q().tx.header()->rsp_prod) != 1001u; }, 50ms));
+}
+
+TEST_F(NetbackTest, FaultBadRxResponse) {
+  Config cfg;
+  cfg.fault = Fault::kBadRxRsp;
+  cfg.fault_after = 1;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 4);
+  fe.send(fe.q(), pattern(100, 0));
+  auto good = fe.receive(fe.q());
+  ASSERT_TRUE(good);
+  EXPECT_LE(good->rsps[0].offset + good->rsps[0].status, 4096);
+  fe.send(fe.q(), pattern(100, 1));
+  auto bad = fe.receive(fe.q());
+  ASSERT_TRUE(bad);
+  EXPECT_GT(bad->rsps[0].offset + bad->rsps[0].status, 4096);
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+}
+
+TEST_F(NetbackTest, FaultRxResponseWithTheWrongId) {
+  Config cfg;
+  cfg.fault = Fault::kRxRspBadId;
+  cfg.fault_after = 1;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 4);  // ids 0..3 at indices 0..3
+  fe.send(fe.q(), pattern(100, 0));
+  auto good = fe.receive(fe.q());
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->rsps[0].id, 0);
+  fe.send(fe.q(), pattern(100, 1));
+  auto bad = fe.receive(fe.q());
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->rsps[0].id, 1) << "the request at index 1 had id 1";
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+}
+
+TEST_F(NetbackTest, FaultEventStorm) {
+  Config cfg;
+  cfg.fault = Fault::kEventStorm;
+  cfg.fault_after = 1;
+  cfg.fault_arg = 20000;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  // Ask for no notification with responses: every event we get from now on
+  // comes from the storm.
+  q.tx.set_response_event(0x10000);
+  while (auto p = fe.ev().pending()) {
+    if (!*p) break;
+    ASSERT_TRUE(fe.ev().unmask(**p));
+  }
+  fe.send(q, pattern(60, 0));
+  ASSERT_EQ(fe.wait_tx(q, 1).size(), 1u);
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::faults_injected, 1));
+  // Both ports (split channels) fired, with no response behind them.
+  std::vector<evtchn_port_t> fired;
+  ASSERT_TRUE(wait_until([&] {
+    auto p = fe.ev().pending();
+    if (p && *p && std::find(fired.begin(), fired.end(), **p) == fired.end()) fired.push_back(**p);
+    return fired.size() == 2;
+  }));
+  EXPECT_NE(std::find(fired.begin(), fired.end(), q.tx_port), fired.end());
+  EXPECT_NE(std::find(fired.begin(), fired.end(), q.rx_port), fired.end());
+  EXPECT_EQ(q.tx.available_responses().count, 0u);
+  EXPECT_EQ(q.rx.available_responses().count, 0u);
+  EXPECT_GE(ctr(fe.domid()).notifies_sent, 2u * 20000u);
+}
+
+TEST_F(NetbackTest, FaultLateTxResponses) {
+  Config cfg;
+  cfg.fault = Fault::kLateTxRsp;
+  cfg.fault_after = 0;
+  cfg.fault_arg = 700;  // ms
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 4);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto data = pattern(100, 0);
+  fe.send(fe.q(), data);
+  // The packet itself goes through at once...
+  auto got = fe.receive(fe.q());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->data, data);
+  // ...its TX response only after the delay.
+  auto rsp = fe.wait_tx(fe.q(), 1);
+  ASSERT_EQ(rsp.size(), 1u);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 700ms);
+  EXPECT_EQ(rsp[0].status, netif::kRspOkay);
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+}
+
+TEST_F(NetbackTest, FaultReconnect) {
+  Config cfg;
+  cfg.fault = Fault::kReconnect;
+  cfg.fault_after = 2;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 8);
+  fe.send(fe.q(), pattern(60, 0));
+  fe.send(fe.q(), pattern(60, 1));
+  // The backend closes by itself; online stays 1.
+  ASSERT_TRUE(fe.wait_be_state(5));
+  EXPECT_EQ(fe.read(fe.be() + "/online").value_or(""), "1");
+  // The frontend follows: Closing, Closed.
+  fe.set_state(5);
+  fe.drop_queues();
+  fe.set_state(6);
+  // Backend: Closed, queues dropped, then InitWait as freshly probed.
+  ASSERT_TRUE(fe.wait_be_state(2));
+  EXPECT_EQ(vif(fe.domid()).queues, 0u);
+  fe.set_state(1);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 8);
+  auto data = pattern(200, 2);
+  fe.send(fe.q(), data);
+  auto got = fe.receive(fe.q());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->data, data);
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.connects, 2u);
+  EXPECT_EQ(c.disconnects, 1u);
+  EXPECT_EQ(c.faults_injected, 1u) << "--fault-arg defaults to once";
+  // No further reconnect after more packets.
+  for (int i = 0; i < 4; ++i)
+    fe.send(fe.q(), pattern(60, 0));
+  ASSERT_EQ(fe.wait_tx(fe.q(), 5).size(), 5u);
+  EXPECT_EQ(fe.be_state(), 4);
+}
+
+TEST_F(NetbackTest, FaultStallRx) {
+  Config cfg;
+  cfg.fault = Fault::kStallRx;
+  cfg.fault_after = 1;
+  cfg.rx_stall_timeout_ms = 100;
+  cfg.rx_expire_ms = 300;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 8);
+  fe.send(q, pattern(100, 0));
+  ASSERT_TRUE(fe.receive(q));
+  fe.send(q, pattern(100, 1));
+  ASSERT_EQ(fe.wait_tx(q, 2).size(), 2u);
+  // Requests stay posted and unconsumed; the queued packet expires.
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::rx_dropped_expired, 1));
+  EXPECT_EQ(q.rx.available_responses().count, 0u);
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.rx_stalls, 0u) << "requests are posted: not a guest stall";
+  EXPECT_EQ(c.rx_packets, 1u);
+  EXPECT_EQ(c.faults_injected, 1u);
+}
+
+// ---------------------------------------------------------------------------
+// A frontend dying mid-traffic.
+
+TEST_F(NetbackTest, FrontendDeathMidTrafficLeavesNothingBehind) {
+  start();
+  // The backend's own dom0 resources are the baseline.
+  ASSERT_TRUE(wait_until([&] { return hv->stats().xs_connections >= 1; }));
+  const auto base = hv->stats();
+  domid_t d = 0;
+  {
+    Frontend fe(*hv);
+    d = fe.domid();
+    ASSERT_TRUE(fe.connect(2));
+    for (uint32_t i = 0; i < 2; ++i)
+      fe.post_rx(fe.q(i), 128);
+    // Traffic flows on both queues...
+    for (uint32_t i = 0; i < 2; ++i) {
+      fe.put_packet(fe.q(i), pattern(1500, 0), {1000, 500});
+      fe.push_tx(fe.q(i));
+      ASSERT_EQ(fe.wait_tx(fe.q(i), 2).size(), 2u);
+    }
+    // ...keep both busy, then die with requests in flight.
+    for (int round = 0; round < 20; ++round) {
+      for (uint32_t i = 0; i < 2; ++i) {
+        fe.drain_tx(fe.q(i));
+        for (int k = 0; k < 8 && fe.q(i).tx.free_requests() >= 2; ++k)
+          fe.put_packet(fe.q(i), pattern(1500, 0), {1000, 500});
+        fe.push_tx(fe.q(i));
+      }
+    }
+    EXPECT_GT(hv->stats().grant_maps, 0u);
+  }  // every handle of the domain closed: the domain is destroyed
+  ASSERT_TRUE(wait_until([&] {
+    auto s = hv->stats();
+    return s.domains == base.domains && s.grant_maps == 0 && s.zombie_domains == 0 &&
+           s.ports_bound == base.ports_bound && s.evtchn_handles == base.evtchn_handles &&
+           s.grants_active == base.grants_active && s.xs_connections == base.xs_connections;
+  })) << "domains "
+      << hv->stats().domains << " maps " << hv->stats().grant_maps << " ports "
+      << hv->stats().ports_bound << " handles " << hv->stats().evtchn_handles;
+  auto gone = be->vif_stats(d, 0);
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(gone->alive);
+  EXPECT_GT(gone->total.tx_packets, 0u);
+  EXPECT_EQ(gone->total.fatal_errors, 0u);
+  // The backend dir went too, and the backend serves the next domain.
+  auto dom0 = sim::local_platform(*hv, /*as_dom0=*/true);
+  ASSERT_TRUE(dom0);
+  auto xs0 = (*dom0)->open_xenstore();
+  ASSERT_TRUE(xs0);
+  EXPECT_TRUE(wait_until([&] {
+    auto r = (*xs0)->try_read(kXsNoTransaction, format("/local/domain/0/backend/vif/%u", d));
+    return r && !*r;
+  }));
+  Frontend next(*hv);
+  ASSERT_TRUE(next.connect());
+  next.post_rx(next.q(), 2);
+  next.send(next.q(), pattern(90, 4));
+  ASSERT_TRUE(next.receive(next.q()));
+}
+
+TEST_F(NetbackTest, StopClosesEveryVif) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  be->stop();
+  EXPECT_EQ(fe.be_state(), 6);
+  EXPECT_EQ(hv->stats().grant_maps, 0u);
+  const std::string json = be->stats_json();
+  EXPECT_NE(json.find("\"tx_packets\": 0"), std::string::npos);
+  EXPECT_NE(be->summary().find(format("vif%u.0", fe.domid())), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// The command line.
+
+Result<netback::CliOptions> parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "xpv-netback");
+  return netback::parse_cli(static_cast<int>(args.size()), args.data());
+}
+
+TEST(NetbackCli, ParsesOptionsAndNamesTheBadOne) {
+  auto o = parse({"--socket", "/tmp/x.sock", "--mode=source", "--source-size", "1514",
+                  "--rx-stall-timeout", "0.5", "--fault", "late-tx-rsp", "--fault-arg", "50",
+                  "--max-queues", "2", "--no-split-evtchn", "--mac", "00:16:3E:00:00:01"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->socket, "/tmp/x.sock");
+  EXPECT_EQ(o->cfg.mode, Mode::kSource);
+  EXPECT_EQ(o->cfg.source_size, 1514u);
+  EXPECT_EQ(o->cfg.rx_stall_timeout_ms, 500u);
+  EXPECT_EQ(o->cfg.fault, Fault::kLateTxRsp);
+  EXPECT_EQ(o->cfg.fault_arg.value_or(0), 50u);
+  EXPECT_EQ(o->cfg.max_queues, 2u);
+  EXPECT_FALSE(o->cfg.split_evtchn);
+  EXPECT_EQ(netback::format_mac(*o->cfg.mac), "00:16:3e:00:00:01");
+
+  struct Bad {
+    std::vector<const char*> args;
+    const char* names;
+  };
+  const Bad bad[] = {
+      {{"--mode", "source"}, "--socket"},
+      {{"--socket", "/s", "--bogus"}, "--bogus"},
+      {{"--socket", "/s", "--source-size", "59"}, "--source-size"},
+      {{"--socket", "/s", "--mode", "mirror"}, "--mode"},
+      {{"--socket", "/s", "--fault", "explode"}, "--fault"},
+      {{"--socket", "/s", "--mac", "00:16:3e:00:00"}, "--mac"},
+      {{"--socket", "/s", "--vifs"}, "--vifs"},
+      {{"--socket", "/s", "--max-queues", "0"}, "--max-queues"},
+      {{"--socket", "/s", "--stats-interval", "1"}, "--stats-interval"},
+      {{"--socket", "/s", "--fault-arg", "3"}, "--fault-arg"},
+      {{"--socket", "/s", "--busy-poll=1"}, "--busy-poll"},
+  };
+  for (const Bad& b : bad) {
+    auto r = parse(b.args);
+    ASSERT_FALSE(r) << b.names;
+    EXPECT_NE(r.error().message.find(b.names), std::string::npos) << r.error().message;
+  }
+  auto h = parse({"--help"});
+  ASSERT_TRUE(h);
+  EXPECT_TRUE(h->help);
+  for (const char* word : {"--socket",
+                           "--vifs",
+                           "--mac",
+                           "--mtu",
+                           "--max-queues",
+                           "--no-sg",
+                           "--no-split-evtchn",
+                           "--mode",
+                           "--source-size",
+                           "--source-rate",
+                           "--source-count",
+                           "--rx-stall-timeout",
+                           "--rx-expire",
+                           "--busy-poll",
+                           "--fault",
+                           "--fault-after",
+                           "--fault-arg",
+                           "--stats-file",
+                           "--stats-interval",
+                           "--verbose",
+                           "loopback",
+                           "sink",
+                           "source",
+                           "bad-tx-rsp-id",
+                           "dup-tx-rsp",
+                           "rsp-prod-overflow",
+                           "bad-rx-rsp",
+                           "rx-rsp-bad-id",
+                           "event-storm",
+                           "late-tx-rsp",
+                           "reconnect",
+                           "stall-rx"}) {
+    EXPECT_NE(std::string(netback::help_text()).find(word), std::string::npos) << word;
+  }
+}
+
+#ifdef XPV_NETBACK
+// The program itself: a frontend process's view (over the socket), clean
+// exit on SIGTERM, the stats file.
+TEST(NetbackProgram, ServesOverItsSocketAndExitsCleanly) {
+  const std::string sock = format("/tmp/xpv-test-nb-%d.sock", static_cast<int>(::getpid()));
+  const std::string stats = format("/tmp/xpv-test-nb-%d.json", static_cast<int>(::getpid()));
+  ::unlink(stats.c_str());
+  test::Subprocess bad;
+  ASSERT_TRUE(bad.start({XPV_NETBACK, "--socket", sock, "--no-such-option"}));
+  int st = bad.wait();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+
+  test::Subprocess nb;
+  ASSERT_TRUE(nb.start({XPV_NETBACK, "--socket", sock, "--stats-file", stats}));
+  EXPECT_EQ(nb.read_line().value_or("<nothing>"), "xpv-netback: listening on " + sock);
+  {
+    Frontend fe(sim::connect_platform(sock));
+    ASSERT_TRUE(fe.connect());
+    fe.post_rx(fe.q(), 8);
+    for (size_t len : {60u, 1514u, 9000u}) {
+      auto data = pattern(len, static_cast<uint8_t>(len));
+      std::vector<uint16_t> slots;
+      for (size_t left = len; left; left -= std::min<size_t>(left, 4096))
+        slots.push_back(static_cast<uint16_t>(std::min<size_t>(left, 4096)));
+      fe.put_packet(fe.q(), data, slots);
+      fe.push_tx(fe.q());
+      auto got = fe.receive(fe.q());
+      ASSERT_TRUE(got) << len;
+      EXPECT_EQ(got->data, data);
+    }
+  }
+  nb.kill(SIGTERM);
+  st = nb.wait();
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_NE(::access(sock.c_str(), F_OK), 0) << "the socket file is removed";
+  std::ifstream in(stats);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find("\"tx_packets\": 3"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("\"rx_packets\": 3"), std::string::npos) << ss.str();
+  ::unlink(stats.c_str());
+}
+#endif
+
+}  // namespace
+}  // namespace xpv
