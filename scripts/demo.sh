@@ -86,7 +86,7 @@ tx_pps = [int(x) for x in re.findall(r"Tx-pps:\s+(\d+)", log)]
 rx = [int(x) for x in re.findall(r"RX-packets:\s+(\d+)", log)]
 tx = [int(x) for x in re.findall(r"TX-packets:\s+(\d+)", log)]
 xs = {}
-for name, val in re.findall(r"(q\d+_[a-z_]+):\s+(\d+)", log):
+for name, val in re.findall(r"^\s+(q\d+_[a-z_]+)\s+(\d+)\s+\d+\s*$", log, re.M):
     xs[name] = int(val)  # last value wins
 steady = rx_pps[1:] or rx_pps
 print()

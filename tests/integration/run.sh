@@ -37,6 +37,10 @@ done
 
 if want netfront; then
   source tests/integration/netfront.sh
+  if [[ -f tests/integration/bridge.sh ]]; then
+    source tests/integration/bridge.sh
+    check_bridge_pktgen
+  fi
 fi
 if want pmd; then
   source tests/integration/pmd.sh

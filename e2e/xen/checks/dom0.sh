@@ -1,0 +1,106 @@
+#!/bin/bash
+# dom0 side of the e2e checks (run by dom0's init as /xpv/checks/dom0.sh, after the Xen
+# daemons and xenbr0 10.99.0.1/24 are up). Creates the domU "domu" (two vifs on xenbr0:
+# vif 0 = 00:16:3e:00:00:10, vif 1 = 00:16:3e:00:00:11), then answers its requests (the actions
+# below) until it has run domu.sh and powered off.
+#
+# To add a dom0-side step that a domU check needs: define action_<name> here and call
+# `xpv_dom0 <name> ARGS...` from the check in domu.sh. Checks that need no domU can run here
+# with xpv_run_checks before xpv_domu_run.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# action_ping IP COUNT [PAYLOAD_BYTES]: COUNT pings from dom0 over xenbr0 (never fragmented);
+# all must be answered.
+action_ping() {
+    local ip=$1 count=${2:-5} size=${3:-56} out summary
+    ip neigh del "$ip" dev xenbr0 2>/dev/null
+    out=$(ping -n -c "$count" -i 0.5 -W 3 -s "$size" -M do "$ip" 2>&1)
+    summary=$(grep 'packets transmitted' <<<"$out")
+    echo "${size}-byte payload: ${summary:-$out}"
+    [[ $summary == *" $count received"* ]]
+}
+
+# action_mtu MTU: jumbo frames on xenbr0 and both of the domU's vifs (8000-byte pings unfragmented).
+action_mtu() {
+    local d
+    for d in /sys/class/net/vif"$XPV_DOMID".*; do ip link set "${d##*/}" mtu "$1" || return 1; done
+    ip link set xenbr0 mtu "$1" && ip -o link show xenbr0 | grep -o 'mtu [0-9]*'
+}
+
+# action_vif_counts DEVID: "rx_packets rx_dropped tx_packets tx_dropped" of vif<domid>.<devid>
+# (rx: frames the domU sent; tx: frames dom0 sent to the domU).
+action_vif_counts() {
+    local s=/sys/class/net/vif$XPV_DOMID.$1/statistics
+    [[ -d $s ]] || { echo "no vif$XPV_DOMID.$1"; return 1; }
+    echo "$(<"$s"/rx_packets) $(<"$s"/rx_dropped) $(<"$s"/tx_packets) $(<"$s"/tx_dropped)"
+}
+
+# action_send DEVID DSTMAC COUNT: send COUNT 60-byte frames into the domU through vif<domid>.<devid>.
+action_send() {
+    python3 - "vif$XPV_DOMID.$1" "$2" "$3" <<'EOF'
+import socket, sys, time
+ifc, dst, n = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((ifc, 0))
+frame = dst + bytes.fromhex('020000000001') + b'\x88\xb5' + bytes(46)
+sent = 0
+t0 = time.time()
+while sent < n:
+    try:
+        s.send(frame)
+        sent += 1
+    except OSError:
+        time.sleep(0.001)
+print("sent %d frames on %s in %.2fs" % (sent, ifc, time.time() - t0))
+EOF
+}
+
+# action_echo DEVID DSTMAC COUNT: send COUNT numbered 64-byte frames into the domU and count the
+# ones that come back (reflected with MACs swapped) within 3 s after the last.
+action_echo() {
+    python3 - "vif$XPV_DOMID.$1" "$2" "$3" <<'EOF'
+import select, socket, struct, sys, time
+ifc, dst, n = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3])
+src = bytes.fromhex('020000000001')
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b5))
+s.bind((ifc, 0))
+seen = set()
+def drain(timeout):
+    end = time.time() + timeout
+    while True:
+        left = end - time.time()
+        if left <= 0 or not select.select([s], [], [], left)[0]:
+            return
+        f = s.recv(2048)
+        if f[:6] == src and f[12:14] == b'\x88\xb5':
+            seen.add(struct.unpack('!Q', f[14:22])[0])
+t0 = time.time()
+for i in range(n):
+    s.send(dst + src + b'\x88\xb5' + struct.pack('!Q', i) + bytes(42))
+    if i % 32 == 31:
+        drain(0.002)
+drain(3)
+print("echo: sent %d, %d came back in %.2fs" % (n, len(seen), time.time() - t0))
+sys.exit(0 if len(seen) == n else 1)
+EOF
+}
+
+# action_detach DEVID / action_attach DEVID MAC: the backend goes away and comes back (what
+# `xl network-detach` / `network-attach` do: netback Closing, xenstore nodes removed, new ones).
+action_detach() {
+    xl network-detach domu "$1"
+}
+action_attach() {
+    local script=''
+    [[ $XPV_DOMU_HOTPLUG == lean ]] && script=",script=$XPV_CHECKS_DIR/hotplug/vif-bridge"
+    xl network-attach domu "bridge=xenbr0,mac=$2,devid=$1$script" && ip link set "vif$XPV_DOMID.$1" mtu 9000
+}
+
+# action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
+action_irqs() {
+    awk -v p="$1" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts
+}
+
+xpv_domu_run domu

@@ -1,0 +1,397 @@
+#!/bin/bash
+# domU side of the e2e checks (run by the domU's init as /xpv/checks/domu.sh, with /dev/xen/*
+# ready and no kernel netfront loaded). Each check is a function check_<name> that ends with
+# `pass [details]` or `fail <reason>` (see lib.sh); the list at the bottom runs them in order.
+#
+# The vifs: vif 0 (00:16:3e:00:00:10) and vif 1 (00:16:3e:00:00:11), both on dom0's xenbr0,
+# served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
+# for a while, to leave the stale keys of an unbound netfront behind).
+#
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen}, /xpv/lib/librte_net_xenpv.so.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+BIN=/xpv/bin
+PMD=/xpv/lib/librte_net_xenpv.so
+DOMU_IP=10.99.0.2      # kernel netfront on vif 0
+ICMPECHO_IP=10.99.0.3  # answered by testpmd icmpecho over net_xenpv on vif 1 (any IP would do)
+VIF1_MAC=00:16:3e:00:00:11
+SECS=${XPV_E2E_TRAFFIC_SECONDS:-12}  # each traffic phase
+
+# ---- infrastructure --------------------------------------------------------------------------
+
+check_payload_mounted() {
+    local dev mnt fs opts _ entries=(/xpv/*)
+    while read -r dev mnt fs opts _; do
+        [[ $mnt == /xpv ]] || continue
+        [[ ,$opts, == *,ro,* ]] || fail "/xpv ($dev) is mounted $opts"
+        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -e $PMD ]] || fail "payload lacks our binaries: ${entries[*]}"
+        pass "$dev $fs ro: ${entries[*]#/xpv/}"
+    done < /proc/mounts
+    fail "/xpv is not mounted"
+}
+
+check_xen_devices() {
+    local d missing=() all=(/dev/xen/*)
+    for d in evtchn gntalloc gntdev xenbus; do
+        [[ -c /dev/xen/$d ]] || missing+=("$d")
+    done
+    ((${#missing[@]} == 0)) || fail "missing /dev/xen/{${missing[*]}}"
+    pass "/dev/xen: ${all[*]#/dev/xen/}"
+}
+
+check_vifs_untouched() {
+    local n be fstate mac details=()
+    [[ ! -d /sys/module/xen_netfront ]] || fail "xen-netfront is loaded"
+    for n in 0 1; do
+        be=$(xenstore-read "device/vif/$n/backend" 2>/dev/null) || fail "no device/vif/$n in xenstore"
+        mac=$(xenstore-read "device/vif/$n/mac" 2>/dev/null)
+        [[ $mac == "00:16:3e:00:00:1$n" ]] || fail "vif $n has mac '$mac'"
+        xpv_xs_wait "$be/state" 2 30 || fail "vif $n backend state $(xenstore-read "$be/state" 2>/dev/null), want 2 (InitWait)"
+        fstate=$(xenstore-read "device/vif/$n/state" 2>/dev/null)
+        [[ $fstate == 1 ]] || fail "vif $n frontend state '$fstate', want 1 (Initialising)"
+        details+=("vif$n mac=$mac backend=2 frontend=1")
+    done
+    pass "${details[*]}"
+}
+
+# ---- 1. the library's xen platform tests on real /dev/xen --------------------------------------
+
+check_xen_platform_tests() {
+    local log=$XPV_RUN_DIR/xpv-tests.log passed skipped
+    "$BIN/xpv-tests" --gtest_filter='XenPlatformTest.*' --gtest_color=no >"$log" 2>&1
+    local rc=$?
+    grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|Failure|error' "$log" | head -n 20 | sed 's/^/    /'
+    passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$log")
+    skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) test.*/\1/p' "$log")
+    ((rc == 0 && ${passed:-0} >= 6 && ${skipped:-0} == 0)) ||
+        fail "exit $rc, passed ${passed:-0}, skipped ${skipped:-0}: $(grep -m1 -A3 Failure "$log" | tr '\n' ' ')"
+    pass "$passed xen platform tests (grants, event channels, xenstore) passed on /dev/xen"
+}
+
+# ---- 2. the userspace handshake reaches Connected with Linux netback -------------------------
+
+# handshake VIF LOG: our frontend connects (xpv-pktgen as a sink for 2 s) and closes.
+handshake() {
+    local vif=$1 log=$2 be
+    be=$(xenstore-read "device/vif/$vif/backend")
+    "$BIN/xpv-pktgen" --platform xen --vif "$vif" --role sink --seconds 2 >"$log" 2>&1
+    local rc=$?
+    sed 's/^/    /' "$log" | head -n 8
+    grep -q "xpv-pktgen: connected" "$log" || return 1
+    ((rc == 0)) || return 1
+    # Closed again, and netback followed (Closed, or InitWait once we went back).
+    [[ $(xenstore-read "device/vif/$vif/state") == 6 ]] || return 1
+    echo "backend $be state $(xenstore-read "$be/state")"
+}
+
+check_handshake_fresh_vif() {
+    local out
+    out=$(handshake 1 "$XPV_RUN_DIR/hs-fresh.log") || fail "vif 1 (never had a frontend): $out"
+    pass "vif 1, never touched by a kernel netfront: Connected, closed cleanly ($(tail -n1 <<<"$out"))"
+}
+
+check_kernel_netfront_ping() {
+    local ifc out i
+    modprobe xen-netfront || fail "modprobe xen-netfront failed"
+    for ((i = 0; i < 100; i++)); do
+        ifc=$(xpv_vif_netdev 0) && break
+        sleep 0.2
+    done
+    [[ -n $ifc ]] || fail "no netdev for vif 0 after loading xen-netfront"
+    sysctl -qw net.ipv4.conf.all.arp_ignore=1
+    if ! ip addr add "$DOMU_IP/24" dev "$ifc" || ! ip link set "$ifc" up; then
+        fail "cannot configure $ifc"
+    fi
+    xpv_xs_wait "$(xenstore-read device/vif/0/backend)/state" 4 30 || fail "vif 0 backend not Connected (4)"
+    out=$(xpv_dom0 ping "$DOMU_IP" 5) || fail "$ifc: $out"
+    pass "$ifc $DOMU_IP: $out"
+}
+
+# The kernel netfront bound vif 1 too when it loaded: unbind it (both ends go to Closed and
+# its keys stay behind), then our frontend must connect anyway.
+check_handshake_unbound_vif() {
+    local be stale out i
+    be=$(xenstore-read device/vif/1/backend)
+    for ((i = 0; i < 50; i++)); do
+        [[ $(xenstore-read "$be/state" 2>/dev/null) == 4 ]] && break
+        sleep 0.2
+    done
+    [[ -e /sys/bus/xen/drivers/vif/vif-1 ]] || fail "xen-netfront did not bind vif 1"
+    echo vif-1 > /sys/bus/xen/drivers/vif/unbind || fail "unbinding vif-1 failed"
+    xpv_xs_wait "device/vif/1/state" 6 30 || fail "vif 1 frontend state $(xenstore-read device/vif/1/state) after unbind"
+    stale=$(xenstore-ls device/vif/1 2>/dev/null | grep -oE '^ *(event-channel[-a-z]*|tx-ring-ref|rx-ring-ref|queue-[0-9]+|multi-queue-num-queues)' | tr -d ' ' | tr '\n' ' ')
+    [[ -n $stale ]] || fail "no stale keys after unbinding the kernel netfront"
+    out=$(handshake 1 "$XPV_RUN_DIR/hs-unbound.log") || fail "vif 1 after unbind (stale: $stale): $out"
+    pass "vif 1 after the kernel netfront was unbound (stale keys: $stale): Connected, closed cleanly"
+}
+
+# ---- one interactive testpmd for the DPDK checks: port 0 = net_xenpv on vif 1, port 1 =
+# net_af_packet on the kernel netfront's vif 0 netdev -------------------------------------------
+
+TP_LOG=$XPV_RUN_DIR/testpmd.log
+TP_FIFO=$XPV_RUN_DIR/testpmd.in
+TP_PID=
+prompts() { grep -o 'testpmd> ' "$TP_LOG" 2>/dev/null | wc -l; }
+
+# tp CMD [TIMEOUT]: one testpmd command; waits for the next prompt; prints the command's output.
+tp() {
+    local before start=$SECONDS
+    before=$(prompts)
+    local lines
+    lines=$(wc -l < "$TP_LOG")
+    echo "$1" >&7
+    while (($(prompts) <= before)); do
+        kill -0 "$TP_PID" 2>/dev/null || { echo "testpmd died"; return 1; }
+        ((SECONDS - start > ${2:-120})) && { echo "testpmd did not answer '$1'"; return 1; }
+        sleep 0.5
+    done
+    tail -n +"$((lines + 1))" "$TP_LOG"
+}
+
+tp_start() {
+    local eth0 start=$SECONDS
+    eth0=$(xpv_vif_netdev 0) || { echo "no kernel netdev for vif 0"; return 1; }
+    rm -f "$TP_FIFO"
+    mkfifo "$TP_FIFO"
+    exec 7<>"$TP_FIFO"
+    # One vCPU: testpmd needs two lcores, both on CPU 0. stdbuf: output as it happens.
+    stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --lcores=0@0,1@0 -d "$PMD" \
+        --vdev "net_xenpv0,vif=1" --vdev "net_af_packet0,iface=$eth0" -- -i \
+        --total-num-mbufs=8192 --port-topology=loop <&7 >"$TP_LOG" 2>&1 &
+    TP_PID=$!
+    until (($(prompts) >= 1)); do
+        if ! kill -0 "$TP_PID" 2>/dev/null || ((SECONDS - start > 600)); then
+            tail -n 30 "$TP_LOG"
+            echo "testpmd did not come up within $((SECONDS - start))s"
+            return 1
+        fi
+        sleep 1
+    done
+    xpv_log "testpmd interactive after $((SECONDS - start))s"
+}
+
+# The last "Forward statistics for port N" block's FIELD (TX-packets, RX-packets, RX-dropped...).
+fwd_stat() {  # OUTPUT PORT FIELD
+    python3 -c '
+import re, sys
+out, port, field = sys.argv[1], sys.argv[2], sys.argv[3]
+blocks = out.split("Forward statistics for port " + port)
+if len(blocks) < 2: print(-1); sys.exit()
+m = re.search(field + r":\s+(\d+)", blocks[-1])
+print(m.group(1) if m else -1)' "$1" "$2" "$3"
+}
+xstat() {  # OUTPUT NAME
+    sed -nE "s/^ *$2: *([0-9]+).*/\1/p" <<<"$1" | tail -n1
+}
+
+check_testpmd_net_xenpv() {
+    local info
+    info=$(tp "show port info 0") || fail "$info"
+    grep -q "net_xenpv" <<<"$info" || fail "port 0 is not net_xenpv: $(grep -m1 Driver <<<"$info")"
+    tp "port config mtu 0 9000" >/dev/null
+    local i
+    for ((i = 0; i < 60; i++)); do
+        info=$(tp "show port info 0")
+        grep -q "Link status: up" <<<"$info" && break
+        sleep 1
+    done
+    grep -q "Link status: up" <<<"$info" || fail "port 0 link stays down"
+    pass "port 0 net_xenpv on vif 1 (backend $(xenstore-read device/vif/1/backend), state $(xenstore-read "$(xenstore-read device/vif/1/backend)/state")): link up"
+}
+
+# ---- 3. dom0 pings; testpmd icmpecho over net_xenpv answers (multi-slot both ways) ----------
+
+check_icmpecho() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    xpv_dom0 mtu 9000 >/dev/null || fail "cannot raise dom0's MTU"
+    tp "set portlist 0" >/dev/null
+    tp "set fwd icmpecho" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    local small big
+    small=$(xpv_dom0 ping "$ICMPECHO_IP" 10 56)
+    local r1=$?
+    big=$(xpv_dom0 ping "$ICMPECHO_IP" 10 8000)
+    local r2=$?
+    local out
+    out=$(tp "stop")
+    ((r1 == 0 && r2 == 0)) || fail "$small; $big"
+    pass "$small; $big (8028-byte IP packets: multi-slot on both rings); testpmd RX $(fwd_stat "$out" 0 RX-packets) TX $(fwd_stat "$out" 0 TX-packets)"
+}
+
+# ---- 4. txonly: dom0 counts our frames; rxonly: we count dom0's frames -------------------------
+
+# Checks run in subshells: the net_xenpv figures go to a file for kernel-vs-xenpv.
+XENPV_FIGURES=$XPV_RUN_DIR/xenpv-txonly
+check_txonly_counts() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    local c0 c1 out sent x0 x1
+    x0=$(tp "show port xstats 0")
+    c0=$(xpv_dom0 vif_counts 1) || fail "$c0"
+    tp "set fwd txonly" >/dev/null
+    tp "set txpkts 64" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    sleep "$SECS"
+    out=$(tp "stop")
+    sleep 2
+    c1=$(xpv_dom0 vif_counts 1) || fail "$c1"
+    x1=$(tp "show port xstats 0")
+    sent=$(fwd_stat "$out" 0 TX-packets)
+    local rx0 rd0 rx1 rd1 _
+    read -r rx0 rd0 _ _ <<<"$c0"
+    read -r rx1 rd1 _ _ <<<"$c1"
+    local got=$((rx1 - rx0)) dropped=$((rd1 - rd0))
+    local notifies=$(($(xstat "$x1" q0_notifies) - $(xstat "$x0" q0_notifies)))
+    echo "$((sent / SECS)) $(python3 -c "print('%.4f' % ($notifies / max(1, $sent)))")" >"$XENPV_FIGURES"
+    ((sent > 0 && got + dropped == sent)) ||
+        fail "testpmd sent $sent, dom0 counted $got on vif$(xenstore-read domid).1 (+$dropped dropped)"
+    pass "testpmd txonly sent $sent 64-byte frames in ${SECS}s; dom0 counted $got on its vif (+$dropped dropped): they match"
+}
+
+check_rxonly_counts() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    local n=5000 c0 c1 out got sent_line stats missed
+    tp "set fwd rxonly" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    c0=$(xpv_dom0 vif_counts 1) || fail "$c0"
+    sent_line=$(xpv_dom0 send 1 "$VIF1_MAC" $n) || fail "$sent_line"
+    sleep 3
+    c1=$(xpv_dom0 vif_counts 1)
+    out=$(tp "stop")
+    stats=$(tp "show port stats 0")
+    got=$(fwd_stat "$out" 0 RX-packets)
+    missed=$(sed -nE 's/.*RX-missed: *([0-9]+).*/\1/p' <<<"$stats" | head -n1)
+    local tx0 td0 tx1 td1 _
+    read -r _ _ tx0 td0 <<<"$c0"
+    read -r _ _ tx1 td1 <<<"$c1"
+    local delivered=$((tx1 - tx0)) dom0_dropped=$((td1 - td0))
+    ((delivered + dom0_dropped == n && got + ${missed:-0} == delivered)) ||
+        fail "dom0 $sent_line: delivered $delivered, dropped $dom0_dropped; testpmd received $got, missed ${missed:-?}"
+    pass "dom0 sent $n: netback delivered $delivered (+$dom0_dropped dropped in dom0); testpmd rxonly received $got (+${missed:-0} counted missed)"
+}
+
+# ---- 7. the kernel's netfront (af_packet) against net_xenpv, same domU, same run -------------
+
+check_kernel_vs_xenpv() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    local XENPV_PPS=0 XENPV_NOTIFIES_PER_PKT=0
+    [[ -s $XENPV_FIGURES ]] && read -r XENPV_PPS XENPV_NOTIFIES_PER_PKT <"$XENPV_FIGURES"
+    ((XENPV_PPS > 0)) || fail "no net_xenpv figure (txonly check failed)"
+    local eth0 irq0 irq1 c0 c1 out sent
+    eth0=$(xpv_vif_netdev 0)
+    irq0=$(awk -v p="$eth0" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)
+    c0=$(xpv_dom0 vif_counts 0) || fail "$c0"
+    tp "set portlist 1" >/dev/null
+    tp "set fwd txonly" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    sleep "$SECS"
+    out=$(tp "stop")
+    sleep 2
+    c1=$(xpv_dom0 vif_counts 0)
+    irq1=$(awk -v p="$eth0" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)
+    tp "set portlist 0" >/dev/null
+    sent=$(fwd_stat "$out" 1 TX-packets)
+    local rx0 rx1 _
+    read -r rx0 _ _ _ <<<"$c0"
+    read -r rx1 _ _ _ <<<"$c1"
+    local kpps=$((sent / SECS))
+    local kev
+    kev=$(python3 -c "print('%.4f' % (($irq1 - $irq0) / max(1, $sent)))")
+    ((sent > 0 && rx1 - rx0 > 0)) || fail "kernel netfront sent $sent, dom0 counted $((rx1 - rx0))"
+    local ratio
+    ratio=$(python3 -c "print('%.2f' % ($XENPV_PPS / max(1, $kpps)))")
+    pass "txonly 64 B, ${SECS}s each: kernel netfront (af_packet) $kpps pps, $kev events/packet; net_xenpv $XENPV_PPS pps, 0 events/packet (poll mode), $XENPV_NOTIFIES_PER_PKT notifies/packet; ratio xenpv/kernel $ratio"
+}
+
+# ---- 5. the backend goes away and comes back during traffic ----------------------------------
+
+check_backend_detach_attach() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    local lsc0 lsc1 c out i
+    lsc0=$(grep -c "link state change event" "$TP_LOG")
+    tp "set portlist 0" >/dev/null
+    tp "set fwd txonly" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    sleep 3
+    out=$(xpv_dom0 detach 1) || fail "xl network-detach: $out"
+    sleep 3
+    out=$(xpv_dom0 attach 1 "$VIF1_MAC") || fail "xl network-attach: $out"
+    for ((i = 0; i < 120; i++)); do
+        lsc1=$(grep -c "link state change event" "$TP_LOG")
+        ((lsc1 - lsc0 >= 2)) && break
+        sleep 1
+    done
+    sleep 5
+    c=$(xpv_dom0 vif_counts 1) || fail "the new vif: $c"
+    out=$(tp "stop")
+    local rx _
+    read -r rx _ _ _ <<<"$c"
+    kill -0 "$TP_PID" || fail "testpmd died"
+    ((lsc1 - lsc0 >= 2)) || fail "$((lsc1 - lsc0)) link state change events (want down and up)"
+    ((rx > 0)) || fail "no traffic through the re-attached vif"
+    pass "xl network-detach/attach under txonly: $((lsc1 - lsc0)) link state change events (down, up); $rx frames through the new backend"
+}
+
+check_no_mbuf_leak() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    local x out size cached common
+    x=$(tp "show port xstats 0")
+    tp "port stop all" 60 >/dev/null
+    out=$(tp "dump_mempool mb_pool_0")
+    size=$(sed -nE 's/^ *size=([0-9]+)/\1/p' <<<"$out" | head -n1)
+    cached=$(sed -nE 's/^ *total_cache_count=([0-9]+)/\1/p' <<<"$out" | head -n1)
+    common=$(sed -nE 's/^ *common_pool_count=([0-9]+)/\1/p' <<<"$out" | head -n1)
+    [[ -n $size && -n $cached && -n $common ]] || fail "no mempool dump: $(tail -n 5 <<<"$out" | tr '\n' ' ')"
+    ((cached + common == size)) || fail "after port stop: $((cached + common)) of $size mbufs back in mb_pool_0"
+    pass "after port stop all: $((cached + common)) of $size mbufs back in the pool; q0 backend errors $(xstat "$x" q0_backend_errors)"
+}
+
+# ---- 6. event mode against Linux netback: spurious-event ratio, notifies per packet -----------
+
+check_event_mode() {
+    local log=$XPV_RUN_DIR/pktgen-event.log json=$XPV_RUN_DIR/pktgen-event.json pid out
+    "$BIN/xpv-pktgen" --platform xen --vif 1 --role reflect --mode event --seconds 120 --json "$json" \
+        >"$log" 2>&1 &
+    pid=$!
+    local i
+    for ((i = 0; i < 100; i++)); do grep -q "xpv-pktgen: connected" "$log" && break; sleep 0.3; done
+    grep -q "xpv-pktgen: connected" "$log" || { kill "$pid"; fail "xpv-pktgen did not connect: $(tail -n2 "$log")"; }
+    out=$(xpv_dom0 echo 1 "$VIF1_MAC" 3000)
+    local rc=$?
+    kill -INT "$pid"
+    wait "$pid"
+    [[ -s $json ]] || fail "no results from xpv-pktgen: $(tail -n2 "$log")"
+    local line
+    line=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = max(1, d["received"])
+print("events/packet %.4f, spurious %d of %d events (%.3f%%), notifies/packet %.4f, delayed EOIs %d, tx reaped in xmit %d" % (
+    d["events"] / n, d["spurious_events"], d["events"], 100.0 * d["spurious_events"] / max(1, d["events"]),
+    d["notifies"] / n, d["delayed_eois"], d["tx_reaped_in_xmit"]))' "$json")
+    ((rc == 0)) || fail "$out; $line"
+    pass "xpv-pktgen reflect, event mode, against Linux netback: $out; $line"
+}
+
+xpv_run_checks payload-mounted xen-devices vifs-untouched xen-platform-tests handshake-fresh-vif \
+    kernel-netfront-ping handshake-unbound-vif
+# testpmd runs in this shell, across the checks below (each check runs in a subshell).
+if tp_start; then
+    xpv_run_checks testpmd-net-xenpv icmpecho txonly-counts rxonly-counts kernel-vs-xenpv \
+        backend-detach-attach no-mbuf-leak
+    echo "quit" >&7
+    for ((i = 0; i < 60; i++)); do kill -0 "$TP_PID" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$TP_PID" 2>/dev/null && xpv_log "testpmd did not quit: killed"
+    wait "$TP_PID"
+    tp_rc=$?
+    if ((tp_rc == 0)) && ! grep -qE 'Segmentation|panic|PANIC' "$TP_LOG"; then
+        xpv_check testpmd-exit PASS "testpmd quit cleanly after all DPDK checks"
+    else
+        xpv_check testpmd-exit FAIL "exit $tp_rc: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
+    fi
+    exec 7>&-
+else
+    xpv_check testpmd-net-xenpv FAIL "testpmd did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
+fi
+xpv_run_checks event-mode

@@ -1,0 +1,267 @@
+# Helpers for the e2e check scripts, sourced by dom0.sh and domu.sh (bash).
+#
+# Check protocol: every check prints exactly one line
+#     CHECK <name> PASS [details]      or      CHECK <name> FAIL <reason>
+# on its console (dom0: straight to the serial log; domU: through dom0 with the prefix "U| ").
+#
+# Writing a check: a function check_<name> (dashes in <name> become underscores) that ends with
+# `pass [details]` or `fail <reason>`; both end the check (it runs in a subshell, in its own
+# process group, killed after $XPV_CHECK_TIMEOUT seconds). Run checks in order with
+#     xpv_run_checks name1 name2 ...
+#
+# dom0 <-> domU: the domU asks dom0 to do something with `xpv_dom0 ACTION ARGS...` (it blocks and
+# returns the action's exit code, printing its output). dom0 serves these requests while the
+# domU runs (xpv_domu_run) by calling the function action_<ACTION> ARGS... defined in dom0.sh.
+# The request/response travel through the domU's own xenstore dir /local/domain/<domid>/data/xpv/:
+# req = "SEQ ACTION ARGS..." (written by the domU), out = output, resp = "SEQ RC" (by dom0).
+# Arguments are words: no spaces inside one argument.
+
+XPV_CHECKS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+XPV_RUN_DIR=/run/xpv
+XPV_CHECK_TIMEOUT=${XPV_CHECK_TIMEOUT:-900}  # seconds per check
+XPV_RPC_TIMEOUT=${XPV_RPC_TIMEOUT:-300}      # seconds a domU waits for dom0 to answer a request
+mkdir -p "$XPV_RUN_DIR"
+
+# Process starts are expensive in emulated PV guests: wait with xenstore watches, not polling,
+# and prefer shell builtins.
+xpv_uptime() {
+    local up _
+    read -r up _ < /proc/uptime
+    echo "$up"
+}
+xpv_log() { echo "[${XPV_ROLE:-?} $(xpv_uptime)] $*"; }
+
+# ---------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------
+
+# xpv_check NAME PASS|FAIL [text]: print one result line (for results outside xpv_run_checks).
+xpv_check() {
+    local name=$1 result=$2
+    shift 2
+    echo "CHECK $name $result${*:+ $(tr '\n' ' ' <<<"$*" | sed 's/ *$//')}"
+}
+
+pass() { echo "PASS${*:+ $*}" > "$XPV_RESULT"; exit 0; }
+fail() { echo "FAIL ${*:-failed}" > "$XPV_RESULT"; exit 1; }
+
+xpv_run_checks() {
+    local name fn pid watchdog rc result
+    for name in "$@"; do
+        fn=check_${name//-/_}
+        if ! declare -F "$fn" >/dev/null; then
+            xpv_check "$name" FAIL "no function $fn"
+            continue
+        fi
+        XPV_RESULT=$XPV_RUN_DIR/result.$name
+        rm -f "$XPV_RESULT"
+        xpv_log "check $name: start"
+        # set -m: the check gets its own process group, so the watchdog can end all of it.
+        set -m
+        ( "$fn" ) &
+        pid=$!
+        set +m
+        ( sleep "$XPV_CHECK_TIMEOUT" && echo "TIMEOUT" > "$XPV_RESULT.timeout" &&
+            kill -TERM -- -"$pid" && sleep 5 && kill -KILL -- -"$pid" ) 2>/dev/null &
+        watchdog=$!
+        wait "$pid"
+        rc=$?
+        kill "$watchdog" 2>/dev/null
+        wait "$watchdog" 2>/dev/null
+        if [[ -e $XPV_RESULT.timeout ]]; then
+            result="FAIL timed out after ${XPV_CHECK_TIMEOUT}s"
+        elif [[ -s $XPV_RESULT ]]; then
+            result=$(head -n 1 "$XPV_RESULT")
+        else
+            result="FAIL ended without pass or fail (exit $rc)"
+        fi
+        rm -f "$XPV_RESULT" "$XPV_RESULT.timeout"
+        xpv_check "$name" "${result%% *}" "$( [[ $result == *' '* ]] && echo "${result#* }")"
+    done
+}
+
+# ---------------------------------------------------------------------------------------------
+# xenstore
+# ---------------------------------------------------------------------------------------------
+
+# xpv_xs_watch PATH SECONDS: return once PATH or a node below it changes, or after SECONDS.
+# (A change between the caller's last read and the watch's registration is seen at the timeout.)
+xpv_xs_watch() {
+    timeout "$2" xenstore-watch -n 2 "$1" >/dev/null 2>&1
+    return 0
+}
+
+# xpv_xs_wait PATH VALUE TIMEOUT: wait until xenstore PATH reads VALUE; 1 on timeout.
+xpv_xs_wait() {
+    local path=$1 want=$2 timeout=$3 start=$SECONDS
+    until [[ $(xenstore-read "$path" 2>/dev/null) == "$want" ]]; do
+        ((SECONDS - start >= timeout)) && return 1
+        xpv_xs_watch "$path" 3
+    done
+}
+
+# ---------------------------------------------------------------------------------------------
+# domU side
+# ---------------------------------------------------------------------------------------------
+
+# xpv_dom0 ACTION ARGS...: run action_ACTION ARGS... in dom0; print its output, return its code.
+xpv_dom0() {
+    local seqfile=$XPV_RUN_DIR/rpc-seq seq resp start=$SECONDS
+    seq=$(($(cat "$seqfile" 2>/dev/null || echo 0) + 1))
+    echo "$seq" > "$seqfile"
+    xenstore-write data/xpv/req "$seq $*" || { echo "xenstore-write data/xpv/req failed"; return 125; }
+    while :; do
+        resp=$(xenstore-read data/xpv/resp 2>/dev/null)
+        [[ $resp == "$seq "* ]] && break
+        if ((SECONDS - start >= XPV_RPC_TIMEOUT)); then
+            echo "dom0 did not answer '$*' within ${XPV_RPC_TIMEOUT}s"
+            return 124
+        fi
+        xpv_xs_watch data/xpv/resp 3
+    done
+    xenstore-read data/xpv/out 2>/dev/null
+    return "${resp#* }"
+}
+
+# xpv_vif_netdev N: the kernel netdev name of vif N (needs xen-netfront bound to it).
+xpv_vif_netdev() {
+    local d
+    for d in /sys/bus/xen/devices/vif-"$1"/net/*; do
+        [[ -e $d ]] && { echo "${d##*/}"; return 0; }
+    done
+    return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# dom0 side
+# ---------------------------------------------------------------------------------------------
+
+# Defaults of xpv_domu_start; dom0.sh may change them before calling it.
+XPV_DOMU_MEMORY=${XPV_DOMU_MEMORY:-768}
+XPV_DOMU_VCPUS=${XPV_DOMU_VCPUS:-1}
+XPV_DOMU_VIFS=("mac=00:16:3e:00:00:10" "mac=00:16:3e:00:00:11")  # vif 0, vif 1 (all on xenbr0)
+XPV_DOMU_CMDLINE_EXTRA=${XPV_DOMU_CMDLINE_EXTRA:-}
+XPV_DOMU_BOOT_TIMEOUT=${XPV_DOMU_BOOT_TIMEOUT:-300}   # xl create to "ready"
+XPV_DOMU_RUN_TIMEOUT=${XPV_DOMU_RUN_TIMEOUT:-1200}    # "ready" to powered off
+XPV_CONSOLE_PREFIX=${XPV_CONSOLE_PREFIX:-"U| "}
+# Hotplug scripts for the domU's disks and vifs: "lean" (hotplug/ here) or "stock" (Xen's block
+# and vif-bridge, which fork dozens of processes and can miss libxl's fixed 40 s timeout when the
+# emulated dom0 runs on a loaded host).
+XPV_DOMU_HOTPLUG=${XPV_DOMU_HOTPLUG:-lean}
+
+# xpv_domu_config NAME: the xl config of a PV domU whose root is dom0's $XPV_DOMU_ROOT disk and
+# whose second, read-only disk is the payload (both on the kernel's xen-blkfront).
+xpv_domu_config() {
+    local vif vifs=() vif_script='' disk_script=''
+    if [[ $XPV_DOMU_HOTPLUG == lean ]]; then
+        vif_script=",script=$XPV_CHECKS_DIR/hotplug/vif-bridge"
+        disk_script=",script=$XPV_CHECKS_DIR/hotplug/block"
+    fi
+    for vif in "${XPV_DOMU_VIFS[@]}"; do
+        vifs+=("'bridge=xenbr0,$vif$vif_script'")
+    done
+    cat <<EOF
+name = "$1"
+type = "pv"
+kernel = "$XPV_KERNEL"
+ramdisk = "$XPV_RAMDISK"
+extra = "root=/dev/xvda rw console=hvc0 net.ifnames=0 modprobe.blacklist=xen_netfront panic=10 log_buf_len=1M init=/usr/sbin/xpv-domu-init xpv.payload=/dev/xvdb $XPV_DOMU_CMDLINE_EXTRA"
+memory = $XPV_DOMU_MEMORY
+vcpus = $XPV_DOMU_VCPUS
+disk = [ 'vdev=xvda,access=rw,backendtype=phy$disk_script,target=$XPV_DOMU_ROOT',
+         'vdev=xvdb,access=ro,backendtype=phy$disk_script,target=$XPV_PAYLOAD_DEV' ]
+vif = [ $(IFS=,; echo "${vifs[*]}") ]
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+EOF
+}
+
+# xpv_domu_start NAME: create the domU and stream its console; sets XPV_DOMID.
+xpv_domu_start() {
+    local name=$1 cfg=$XPV_RUN_DIR/$1.cfg log=/var/log/xen/console/guest-$1.log
+    xpv_domu_config "$name" > "$cfg"
+    rm -f "$log"
+    if ! xl create -q "$cfg" > "$XPV_RUN_DIR/$name.create.log" 2>&1; then
+        cat "$XPV_RUN_DIR/$name.create.log"
+        echo "--- /var/log/xen/xen-hotplug.log (tail)"
+        tail -n 40 /var/log/xen/xen-hotplug.log 2>/dev/null
+        XPV_DOMU_ERROR="xl create failed: $(tail -n 1 "$XPV_RUN_DIR/$name.create.log")"
+        return 1
+    fi
+    XPV_DOMID=$(xl domid "$name")
+    (
+        i=0
+        while [[ ! -e $log && $i -lt 100 ]]; do sleep 0.2; i=$((i + 1)); done
+        exec tail -n +1 -F "$log"
+    ) 2>/dev/null > >(sed -u -e 's/\r$//' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e "s/^/$XPV_CONSOLE_PREFIX/") &
+    XPV_CONSOLE_PID=$!
+    echo "XPV: domU created name=$name domid=$XPV_DOMID uptime=$(xpv_uptime)"
+}
+
+
+# xpv_domu_serve NAME: answer the domU's xpv_dom0 requests until it is gone (or the time limit).
+xpv_domu_serve() {
+    local name=$1 base=/local/domain/$XPV_DOMID/data/xpv last=0 req seq action fn out rc start=$SECONDS
+    while :; do
+        req=$(xenstore-read "$base/req" 2>/dev/null)
+        seq=${req%% *}
+        if [[ $seq =~ ^[0-9]+$ ]] && ((seq > last)); then
+            last=$seq
+            read -r _ action args <<<"$req"
+            fn=action_${action//-/_}
+            xpv_log "domU $name asks: $action $args"
+            if [[ $action =~ ^[A-Za-z0-9_-]+$ ]] && declare -F "$fn" >/dev/null; then
+                # shellcheck disable=SC2086  # arguments are words
+                out=$("$fn" $args 2>&1)
+                rc=$?
+            else
+                out="dom0 has no action '$action'"
+                rc=127
+            fi
+            [[ -n $out ]] && sed 's/^/    /' <<<"$out"
+            xpv_log "action $action: exit $rc"
+            ((${#out} > 3000)) && out=${out: -3000}
+            xenstore-write "$base/out" "$out"
+            xenstore-write "$base/resp" "$seq $rc"
+            continue
+        fi
+        # Destroying a domain removes its xenstore directory.
+        xenstore-exists "/local/domain/$XPV_DOMID" 2>/dev/null || return 0
+        if ((SECONDS - start > XPV_DOMU_RUN_TIMEOUT)); then
+            echo "XPV: domU $name still running after ${XPV_DOMU_RUN_TIMEOUT}s: destroying it"
+            xl destroy "$name"
+            return 1
+        fi
+        xpv_xs_watch "$base" 5
+    done
+}
+
+xpv_domu_stop_console() {
+    [[ -n ${XPV_CONSOLE_PID:-} ]] || return 0
+    sleep 2 # let the last lines through
+    kill "$XPV_CONSOLE_PID" 2>/dev/null
+    wait "$XPV_CONSOLE_PID" 2>/dev/null
+    XPV_CONSOLE_PID=
+}
+
+# xpv_domu_run NAME: the whole life of one domU: create it, wait until its init is ready
+# (CHECK NAME-boot), serve its requests while domu.sh runs, wait until it powered off.
+xpv_domu_run() {
+    local name=$1 t0=$SECONDS rc=0
+    if ! xpv_domu_start "$name"; then
+        xpv_check "$name-boot" FAIL "$XPV_DOMU_ERROR"
+        return 1
+    fi
+    if xpv_xs_wait "/local/domain/$XPV_DOMID/data/xpv/state" ready "$XPV_DOMU_BOOT_TIMEOUT"; then
+        xpv_check "$name-boot" PASS "domid $XPV_DOMID ready $((SECONDS - t0))s after xl create"
+        xpv_domu_serve "$name" || rc=1
+    else
+        xpv_check "$name-boot" FAIL "not ready ${XPV_DOMU_BOOT_TIMEOUT}s after xl create"
+        xl destroy "$name" 2>/dev/null
+        rc=1
+    fi
+    xpv_domu_stop_console
+    xpv_log "domU $name finished after $((SECONDS - t0))s"
+    return $rc
+}

@@ -1,0 +1,33 @@
+#!/bin/bash
+# make e2e-xen: Xen 4.17 in QEMU, Linux netback in dom0, our frontend in a PV domU.
+# Assembles the payload from the build (test binaries, the PMD, the example) and the checks in
+# e2e/xen/checks/, runs e2e/xen/run.sh, and prints the CHECK lines of the result log.
+#   scripts/e2e-xen.sh [--build DIR] [--timeout SECONDS]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build
+TIMEOUT=2400
+while (($#)); do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    *) echo "e2e-xen: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+for f in "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/drivers/net_xenpv/librte_net_xenpv.so"; do
+  [[ -e $f ]] || { echo "CHECK e2e-payload FAIL $f is missing (make build)"; exit 1; }
+done
+PAYLOAD=$(mktemp -d /var/tmp/xpv-payload.XXXXXX)
+trap 'rm -rf "$PAYLOAD"' EXIT
+mkdir -p "$PAYLOAD/bin" "$PAYLOAD/lib"
+cp "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$PAYLOAD/bin/"
+cp "$BUILD/drivers/net_xenpv/librte_net_xenpv.so" "$PAYLOAD/lib/"
+cp -r e2e/xen/checks "$PAYLOAD/checks"
+chmod -R a+rX,go-w "$PAYLOAD"
+LOG=$BUILD/e2e-xen/e2e.log
+mkdir -p "$(dirname "$LOG")"
+e2e/xen/run.sh --payload "$PAYLOAD" --log "$LOG" --timeout "$TIMEOUT"
+rc=$?
+echo "=== e2e-xen results ($LOG)"
+grep -E '^CHECK ' "$LOG" || echo "CHECK e2e-xen FAIL no result lines (exit $rc)"
+exit $rc
