@@ -94,8 +94,15 @@ class Frontend {
   // A new guest domain of `hv` (in process), or over `platform` (any).
   explicit Frontend(sim::Hypervisor& hv) { init(sim::local_platform(hv, /*as_dom0=*/false)); }
   explicit Frontend(Result<std::unique_ptr<Platform>> p) { init(std::move(p)); }
+  // Vif `handle` of the same guest as `other` (with its own handles).
+  Frontend(Frontend& other, uint32_t handle) {
+    plat_ = other.plat_;
+    open(handle);
+  }
 
   domid_t domid() const { return domid_; }
+  uint32_t handle() const { return handle_; }
+  netback::Mac mac() const { return netback::default_mac(domid_, handle_); }
   XenStore& xs() { return *xs_; }
   EventChannel& ev() { return *ev_; }
   const std::string& fe() const { return fe_; }
@@ -319,7 +326,11 @@ class Frontend {
   void init(Result<std::unique_ptr<Platform>> p) {
     ASSERT_TRUE(p) << p.error().message;
     plat_ = std::move(*p);
+    open(0);
+  }
+  void open(uint32_t handle) {
     domid_ = plat_->self_domid();
+    handle_ = handle;
     auto xs = plat_->open_xenstore();
     auto sh = plat_->open_grant_sharer();
     auto ev = plat_->open_event_channel();
@@ -327,15 +338,16 @@ class Frontend {
     xs_ = std::move(*xs);
     sharer_ = std::move(*sh);
     ev_ = std::move(*ev);
-    fe_ = format("/local/domain/%u/device/vif/0", domid_);
-    be_ = format("/local/domain/0/backend/vif/%u/0", domid_);
+    fe_ = format("/local/domain/%u/device/vif/%u", domid_, handle);
+    be_ = format("/local/domain/0/backend/vif/%u/%u", domid_, handle);
   }
 
-  std::unique_ptr<Platform> plat_;
+  std::shared_ptr<Platform> plat_;  // shared by the vifs of one guest
   std::unique_ptr<XenStore> xs_;
   std::unique_ptr<GrantSharer> sharer_;
   std::unique_ptr<EventChannel> ev_;
   domid_t domid_ = 0;
+  uint32_t handle_ = 0;
   std::string fe_, be_;
   std::vector<std::unique_ptr<FeQueue>> queues_;
 };
@@ -1429,6 +1441,350 @@ TEST_F(NetbackTest, StopClosesEveryVif) {
 }
 
 // ---------------------------------------------------------------------------
+// Bridge mode: several guests (frontends) on one learning switch.
+
+const netback::Mac kBroadcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+// An Ethernet frame from `src` to `dst` (ethertype 0x88b5) whose byte 14 is
+// `tag`.
+std::vector<uint8_t> eth(const netback::Mac& dst, const netback::Mac& src, uint8_t tag,
+                         size_t len = 60) {
+  auto v = pattern(len, tag);
+  std::copy(dst.begin(), dst.end(), v.begin());
+  std::copy(src.begin(), src.end(), v.begin() + 6);
+  v[12] = 0x88;
+  v[13] = 0xb5;
+  v[14] = tag;
+  return v;
+}
+
+struct NetbackBridgeTest : NetbackTest {
+  void start_bridge(Config cfg = {}) {
+    cfg.mode = Mode::kBridge;
+    start(cfg);
+  }
+  // One frame, and its TX response: by then its copies are in their
+  // targets' inboxes (a TX batch is forwarded before its responses go out).
+  void send(Frontend& f, FeQueue& q, const std::vector<uint8_t>& frame) {
+    f.send(q, frame);
+    EXPECT_EQ(f.wait_tx(q, 1).size(), 1u);
+  }
+  // The next frame `f` receives on `q` is `want`.
+  ::testing::AssertionResult got(Frontend& f, FeQueue& q, const std::vector<uint8_t>& want) {
+    auto r = f.receive(q);
+    if (!r) return ::testing::AssertionFailure() << "dom" << f.domid() << ": nothing received";
+    if (r->data != want) {
+      return ::testing::AssertionFailure()
+             << "dom" << f.domid() << ": got the frame tagged "
+             << (r->data.size() > 14 ? int{r->data[14]} : -1) << ", wanted " << int{want[14]};
+    }
+    return ::testing::AssertionSuccess();
+  }
+  std::optional<netback::BridgeFdbEntry> fdb(const netback::Mac& m) {
+    for (const auto& e : be->bridge_fdb()) {
+      if (e.mac == netback::format_mac(m)) return e;
+    }
+    return std::nullopt;
+  }
+};
+
+TEST_F(NetbackBridgeTest, FloodsLearnsAndSendsUnicastOnlyToTheLearnedVif) {
+  start_bridge();
+  Frontend a(*hv), b(*hv), c(*hv);
+  for (Frontend* f : {&a, &b, &c}) {
+    ASSERT_TRUE(f->connect());
+    f->post_rx(f->q(), 64);
+  }
+  const auto ma = a.mac(), mb = b.mac(), mc = c.mac();
+  // A broadcasts: every other vif gets a copy.
+  const auto f1 = eth(kBroadcast, ma, 1);
+  send(a, a.q(), f1);
+  EXPECT_TRUE(got(b, b.q(), f1));
+  EXPECT_TRUE(got(c, c.q(), f1));
+  // A's mac is learned: B's reply goes to A, and it is the first frame A
+  // gets (its own broadcast did not come back).
+  const auto f2 = eth(ma, mb, 2);
+  send(b, b.q(), f2);
+  EXPECT_TRUE(got(a, a.q(), f2));
+  // B's next broadcast is C's next frame: the reply did not go to C (what
+  // one queue sends reaches a target queue in order).
+  const auto f3 = eth(kBroadcast, mb, 3);
+  send(b, b.q(), f3);
+  EXPECT_TRUE(got(c, c.q(), f3));
+  EXPECT_TRUE(got(a, a.q(), f3));
+  // Unknown unicast and multicast: flooded to the others, not the sender.
+  const netback::Mac unknown = {0x02, 0, 0, 0, 0, 0x99};
+  const netback::Mac mcast = {0x01, 0x00, 0x5e, 0, 0, 0xfb};
+  const auto f4 = eth(unknown, mc, 4), f5 = eth(mcast, mc, 5);
+  send(c, c.q(), f4);
+  send(c, c.q(), f5);
+  for (Frontend* f : {&a, &b}) {
+    EXPECT_TRUE(got(*f, f->q(), f4));
+    EXPECT_TRUE(got(*f, f->q(), f5));
+  }
+  // A second station behind A: what A sends to it stays off the bridge.
+  const netback::Mac behind_a = {0x02, 0, 0, 0, 0x0a, 0x02};
+  const auto f6 = eth(kBroadcast, behind_a, 6), f7 = eth(behind_a, ma, 7), f8 = eth(mb, ma, 8);
+  send(a, a.q(), f6);
+  send(a, a.q(), f7);
+  send(a, a.q(), f8);
+  EXPECT_TRUE(got(b, b.q(), f6));
+  EXPECT_TRUE(got(b, b.q(), f8));  // not f7
+  EXPECT_TRUE(got(c, c.q(), f6));
+  EXPECT_TRUE(c.rx_quiet_for(c.q(), 20ms));
+
+  const Counters ca = ctr(a.domid()), cb = ctr(b.domid()), cc = ctr(c.domid());
+  EXPECT_EQ(ca.tx_packets, 4u);
+  EXPECT_EQ(ca.bridge_flooded, 2u);
+  EXPECT_EQ(ca.bridge_unicast, 1u);
+  EXPECT_EQ(ca.bridge_dropped_self, 1u);
+  EXPECT_EQ(cb.bridge_flooded, 1u);
+  EXPECT_EQ(cb.bridge_unicast, 1u);
+  EXPECT_EQ(cc.bridge_flooded, 2u);
+  EXPECT_EQ(ca.rx_packets, 4u);
+  EXPECT_EQ(cb.rx_packets, 5u);
+  EXPECT_EQ(cc.rx_packets, 3u);
+  for (const Counters& x : {ca, cb, cc}) {
+    EXPECT_EQ(x.bridge_dropped, 0u);
+    EXPECT_EQ(x.rx_dropped_queue_full, 0u);
+  }
+  // The learning table: every source seen, on the vif it came from.
+  EXPECT_EQ(be->bridge_fdb().size(), 4u);
+  for (auto [m, f] : {std::pair{ma, &a}, {mb, &b}, {mc, &c}, {behind_a, &a}}) {
+    auto e = fdb(m);
+    ASSERT_TRUE(e) << netback::format_mac(m);
+    EXPECT_EQ(e->domid, f->domid());
+    EXPECT_EQ(e->handle, 0u);
+    EXPECT_EQ(e->queue, 0u);
+    EXPECT_LT(e->age_s, 10.0);
+  }
+  EXPECT_FALSE(fdb(unknown));
+  EXPECT_NE(be->stats_json().find("\"mac\": \"" + netback::format_mac(ma) + "\""),
+            std::string::npos);
+}
+
+TEST_F(NetbackBridgeTest, TargetQueueIsTheSourceQueueModuloTheTargetsQueueCount) {
+  start_bridge();
+  Frontend a(*hv), b(*hv);
+  ASSERT_TRUE(a.connect(4));
+  ASSERT_TRUE(b.connect(2));
+  for (uint32_t i = 0; i < 4; ++i)
+    a.post_rx(a.q(i), 16);
+  for (uint32_t i = 0; i < 2; ++i)
+    b.post_rx(b.q(i), 128);
+  const auto ma = a.mac(), mb = b.mac();
+  // Both learned: A from its queue 0 (to B's queue 0), B from its queue 1
+  // (to A's queue 1).
+  const auto fa = eth(kBroadcast, ma, 200), fb = eth(kBroadcast, mb, 201);
+  send(a, a.q(0), fa);
+  EXPECT_TRUE(got(b, b.q(0), fa));
+  send(b, b.q(1), fb);
+  EXPECT_TRUE(got(a, a.q(1), fb));
+  // A's queue 3 goes to B's queue 1 (3 % 2), in order.
+  for (int i = 0; i < 100; ++i)
+    a.put_packet(a.q(3), eth(mb, ma, static_cast<uint8_t>(i)), {60});
+  a.push_tx(a.q(3));
+  ASSERT_EQ(a.wait_tx(a.q(3), 100).size(), 100u);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(got(b, b.q(1), eth(mb, ma, static_cast<uint8_t>(i)))) << i;
+  // A's queue 2 to B's queue 0; B's queues 0 and 1 to A's 0 and 1.
+  const auto f2 = eth(mb, ma, 202), g0 = eth(ma, mb, 210), g1 = eth(ma, mb, 211);
+  send(a, a.q(2), f2);
+  EXPECT_TRUE(got(b, b.q(0), f2));
+  send(b, b.q(0), g0);
+  EXPECT_TRUE(got(a, a.q(0), g0));
+  send(b, b.q(1), g1);
+  EXPECT_TRUE(got(a, a.q(1), g1));
+  // Nothing went to any other queue.
+  const auto pa = vif(a.domid()).per_queue, pb = vif(b.domid()).per_queue;
+  ASSERT_EQ(pa.size(), 4u);
+  ASSERT_EQ(pb.size(), 2u);
+  const uint64_t want_a[4] = {1, 2, 0, 0}, want_b[2] = {2, 100};
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(pa[i].rx_packets, want_a[i]) << "A's queue " << i;
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(pb[i].rx_packets, want_b[i]) << "B's queue " << i;
+  // A mac is learned with the queue it last came from.
+  ASSERT_TRUE(fdb(ma));
+  EXPECT_EQ(fdb(ma)->queue, 2u);
+  ASSERT_TRUE(fdb(mb));
+  EXPECT_EQ(fdb(mb)->queue, 1u);
+}
+
+TEST_F(NetbackBridgeTest, WhatATargetCannotTakeIsDroppedAndCounted) {
+  Config cfg;
+  cfg.rx_queue_packets = 16;
+  start_bridge(cfg);
+  Frontend a(*hv), b(*hv);
+  ASSERT_TRUE(a.connect());
+  ASSERT_TRUE(b.connect());
+  a.post_rx(a.q(), 8);
+  const auto ma = a.mac(), mb = b.mac();
+  const auto hello = eth(kBroadcast, mb, 100);
+  send(b, b.q(), hello);
+  ASSERT_TRUE(got(a, a.q(), hello));
+  // B posts no RX buffer: 16 frames wait in its RX queue, 24 are dropped,
+  // by B's full RX queue or, when B's worker lags, by its full inbox.
+  for (int i = 0; i < 40; ++i)
+    a.put_packet(a.q(), eth(mb, ma, static_cast<uint8_t>(i)), {60});
+  a.push_tx(a.q());
+  ASSERT_EQ(a.wait_tx(a.q(), 40).size(), 40u);
+  ASSERT_TRUE(wait_until([&] {
+    return ctr(b.domid()).rx_dropped_queue_full + ctr(a.domid()).bridge_dropped == 24;
+  })) << ctr(b.domid()).rx_dropped_queue_full
+      << " + " << ctr(a.domid()).bridge_dropped;
+  EXPECT_EQ(ctr(a.domid()).bridge_unicast, 40u);
+  b.post_rx(b.q(), 32);
+  for (int i = 0; i < 16; ++i)
+    ASSERT_TRUE(got(b, b.q(), eth(mb, ma, static_cast<uint8_t>(i)))) << i;
+  EXPECT_TRUE(wait_ctr(b.domid(), &Counters::rx_packets, 16));
+  // A disabled target (a fatal error) takes nothing: A's copies for it are
+  // dropped and counted on A's side, A's worker never waits.
+  ring::store_release(b.q().tx.header()->req_prod, 300);
+  ASSERT_TRUE(b.ev().notify(b.q().tx_port));
+  ASSERT_TRUE(wait_until([&] { return vif(b.domid()).disabled; }));
+  const uint64_t before = ctr(a.domid()).bridge_dropped;
+  int tries = 0;
+  ASSERT_TRUE(wait_until([&] {
+    ++tries;
+    send(a, a.q(), eth(mb, ma, 150));
+    return ctr(a.domid()).bridge_dropped > before;
+  }));
+  EXPECT_EQ(ctr(a.domid()).bridge_unicast, 40u + static_cast<uint64_t>(tries));
+  EXPECT_EQ(ctr(a.domid()).fatal_errors, 0u);
+}
+
+TEST_F(NetbackBridgeTest, ADomainDyingWhileAnotherSendsToItIsSafeAndCounted) {
+  start_bridge();
+  ASSERT_TRUE(wait_until([&] { return hv->stats().xs_connections >= 1; }));
+  const auto base = hv->stats();
+  auto a = std::make_unique<Frontend>(*hv);
+  Frontend b(*hv), c(*hv);
+  ASSERT_TRUE(a->connect(2));
+  ASSERT_TRUE(b.connect(2));
+  ASSERT_TRUE(c.connect());
+  for (uint32_t i = 0; i < 2; ++i) {
+    a->post_rx(a->q(i), 200);
+    b.post_rx(b.q(i), 16);
+  }
+  c.post_rx(c.q(), 250);
+  const domid_t da = a->domid();
+  const auto ma = a->mac(), mb = b.mac(), mc = c.mac();
+  send(*a, a->q(0), eth(kBroadcast, ma, 0));  // A is learned
+  // B sends to A from both queues, 40 frames a burst.
+  uint64_t sent = 0;
+  auto burst = [&](uint8_t tag) {
+    for (uint32_t i = 0; i < 2; ++i) {
+      for (int k = 0; k < 20; ++k)
+        b.put_packet(b.q(i), eth(ma, mb, tag), {60});
+      b.push_tx(b.q(i));
+    }
+    for (uint32_t i = 0; i < 2; ++i)
+      ASSERT_EQ(b.wait_tx(b.q(i), 20).size(), 20u);
+    sent += 40;
+  };
+  burst(1);
+  burst(2);
+  ASSERT_TRUE(wait_ctr(da, &Counters::rx_packets, 80));  // A got them all
+  a.reset();                                             // A's domain dies...
+  burst(3);  // ...while B keeps sending to it, during the teardown
+  burst(4);
+  ASSERT_TRUE(wait_until([&] { return !vif(da).alive; }));
+  burst(5);  // and after it: A's mac is unknown again, flooded to C
+  burst(6);
+  EXPECT_EQ(sent, 240u);
+
+  const Counters cb = ctr(b.domid());
+  EXPECT_EQ(cb.tx_packets, sent);
+  EXPECT_EQ(cb.bridge_unicast + cb.bridge_flooded, sent);
+  EXPECT_GE(cb.bridge_unicast, 80u);
+  EXPECT_GE(cb.bridge_flooded, 80u);
+  EXPECT_LE(cb.bridge_dropped, cb.bridge_unicast - 80);
+  EXPECT_EQ(cb.bridge_dropped_self, 0u);
+  EXPECT_EQ(cb.fatal_errors, 0u);
+  // C got every flood, A's broadcast and B's frames for the vanished A.
+  ASSERT_TRUE(wait_ctr(c.domid(), &Counters::rx_packets, 1 + cb.bridge_flooded))
+      << ctr(c.domid()).rx_packets << " vs 1 + " << cb.bridge_flooded;
+  EXPECT_TRUE(got(c, c.q(), eth(kBroadcast, ma, 0)));
+  const VifStats gone = vif(da);
+  EXPECT_FALSE(gone.alive);
+  EXPECT_EQ(gone.total.fatal_errors, 0u);
+  EXPECT_GE(gone.total.rx_packets, 80u);
+  EXPECT_LE(gone.total.rx_packets, cb.bridge_unicast - cb.bridge_dropped);
+  // A left the bridge and its table; B and C go on.
+  EXPECT_FALSE(fdb(ma));
+  ASSERT_TRUE(fdb(mb));
+  const auto hi = eth(mb, mc, 42);
+  send(c, c.q(), hi);
+  EXPECT_TRUE(got(b, b.q(0), eth(kBroadcast, ma, 0)));
+  EXPECT_TRUE(got(b, b.q(0), hi));
+  EXPECT_EQ(ctr(c.domid()).bridge_unicast, 1u);
+  // Nothing of A is left in the hypervisor.
+  EXPECT_TRUE(wait_until([&] {
+    auto s = hv->stats();
+    return s.grant_maps > 0 && s.zombie_domains == 0 && s.domains == base.domains + 2;
+  }));
+}
+
+TEST_F(NetbackBridgeTest, EveryVifOfEveryDomainIsOnTheBridge) {
+  Config cfg;
+  cfg.vifs = 2;
+  start_bridge(cfg);
+  Frontend a0(*hv);
+  Frontend a1(a0, 1);
+  Frontend b(*hv);
+  for (Frontend* f : {&a0, &a1, &b}) {
+    ASSERT_TRUE(f->connect());
+    f->post_rx(f->q(), 8);
+  }
+  ASSERT_NE(a0.mac(), a1.mac());
+  const auto f1 = eth(kBroadcast, a0.mac(), 1), f2 = eth(kBroadcast, a1.mac(), 2);
+  send(a0, a0.q(), f1);
+  EXPECT_TRUE(got(a1, a1.q(), f1));
+  EXPECT_TRUE(got(b, b.q(), f1));
+  send(a1, a1.q(), f2);
+  EXPECT_TRUE(got(a0, a0.q(), f2));
+  EXPECT_TRUE(got(b, b.q(), f2));
+  // B to A's vif 1: that vif only (A's vif 0 sees B's next broadcast first).
+  const auto f3 = eth(a1.mac(), b.mac(), 3), f4 = eth(kBroadcast, b.mac(), 4);
+  send(b, b.q(), f3);
+  send(b, b.q(), f4);
+  EXPECT_TRUE(got(a1, a1.q(), f3));
+  EXPECT_TRUE(got(a1, a1.q(), f4));
+  EXPECT_TRUE(got(a0, a0.q(), f4));
+  EXPECT_EQ(vif(a0.domid(), 1).total.rx_packets, 3u);
+  EXPECT_EQ(vif(a0.domid(), 0).total.rx_packets, 2u);
+  ASSERT_TRUE(fdb(a1.mac()));
+  EXPECT_EQ(fdb(a1.mac())->handle, 1u);
+}
+
+TEST_F(NetbackBridgeTest, LearnedMacsAgeOut) {
+  Config cfg;
+  cfg.bridge_ageing_ms = 100;
+  start_bridge(cfg);
+  Frontend a(*hv), b(*hv);
+  for (Frontend* f : {&a, &b}) {
+    ASSERT_TRUE(f->connect());
+    f->post_rx(f->q(), 8);
+  }
+  const auto f1 = eth(kBroadcast, a.mac(), 1), f2 = eth(a.mac(), b.mac(), 2);
+  send(a, a.q(), f1);
+  EXPECT_TRUE(got(b, b.q(), f1));
+  send(b, b.q(), f2);
+  EXPECT_TRUE(got(a, a.q(), f2));
+  EXPECT_EQ(ctr(b.domid()).bridge_unicast, 1u);
+  EXPECT_EQ(be->bridge_fdb().size(), 2u);
+  std::this_thread::sleep_for(150ms);
+  EXPECT_TRUE(be->bridge_fdb().empty());
+  // A's mac is unknown again: flooded (to A, the only other vif).
+  const auto f3 = eth(a.mac(), b.mac(), 3);
+  send(b, b.q(), f3);
+  EXPECT_TRUE(got(a, a.q(), f3));
+  EXPECT_EQ(ctr(b.domid()).bridge_flooded, 1u);
+  EXPECT_EQ(ctr(b.domid()).bridge_unicast, 1u);
+}
+
+// ---------------------------------------------------------------------------
 // The command line.
 
 Result<netback::CliOptions> parse(std::vector<const char*> args) {
@@ -1450,6 +1806,12 @@ TEST(NetbackCli, ParsesOptionsAndNamesTheBadOne) {
   EXPECT_EQ(o->cfg.max_queues, 2u);
   EXPECT_FALSE(o->cfg.split_evtchn);
   EXPECT_EQ(netback::format_mac(*o->cfg.mac), "00:16:3e:00:00:01");
+  EXPECT_EQ(o->cfg.bridge_ageing_ms, 300'000u);
+  auto br = parse({"--socket", "/s", "--mode", "bridge", "--bridge-ageing", "2.5", "--vifs", "3"});
+  ASSERT_TRUE(br) << br.error().message;
+  EXPECT_EQ(br->cfg.mode, Mode::kBridge);
+  EXPECT_EQ(br->cfg.bridge_ageing_ms, 2500u);
+  EXPECT_EQ(br->cfg.vifs, 3u);
 
   struct Bad {
     std::vector<const char*> args;
@@ -1467,6 +1829,7 @@ TEST(NetbackCli, ParsesOptionsAndNamesTheBadOne) {
       {{"--socket", "/s", "--stats-interval", "1"}, "--stats-interval"},
       {{"--socket", "/s", "--fault-arg", "3"}, "--fault-arg"},
       {{"--socket", "/s", "--busy-poll=1"}, "--busy-poll"},
+      {{"--socket", "/s", "--bridge-ageing", "0"}, "--bridge-ageing"},
   };
   for (const Bad& b : bad) {
     auto r = parse(b.args);
@@ -1499,6 +1862,8 @@ TEST(NetbackCli, ParsesOptionsAndNamesTheBadOne) {
                            "loopback",
                            "sink",
                            "source",
+                           "bridge",
+                           "--bridge-ageing",
                            "bad-tx-rsp-id",
                            "dup-tx-rsp",
                            "rsp-prod-overflow",

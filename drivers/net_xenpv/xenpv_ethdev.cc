@@ -54,8 +54,11 @@ void control_callback(void* arg) {
   xenpv_internals* p = priv(dev);
   bool changed = false;
   {
+    // Always let the device drain what made its fd readable: the fd is level
+    // triggered, and an undrained one would keep this interrupt thread
+    // spinning (and rte_intr_callback_unregister_sync waiting on it).
     std::lock_guard lk(p->control_mu);
-    if (p->dev && p->started) changed = p->dev->poll_control();
+    if (p->dev) changed = p->dev->poll_control() && p->started;
   }
   if (changed) {
     XENPV_LOG(INFO, "port %u: link %s%s%s", dev->data->port_id,

@@ -9,10 +9,11 @@
 //   q.receive(32, [](const RxPacket& p) { ...; return true; });
 //
 // Threading: the control path (connect, poll_control, close) runs on one
-// thread; each queue's data path (transmit, receive, poll, arm) on one thread
-// at a time (any thread). poll_control may tear a queue down when the backend
-// goes away: a data-path call that overlaps it waits for nothing and simply
-// returns 0 until the queue is connected again.
+// thread. A queue's data-path calls (transmit, receive, poll, arm) may come
+// from any threads (DPDK may run rx and tx bursts of one queue on two lcores):
+// a per-queue lock, uncontended in the usual one-thread case, serialises them.
+// poll_control may tear a queue down when the backend goes away; data-path
+// calls then return 0 until the queue is connected again.
 #pragma once
 
 #include <array>

@@ -19,6 +19,10 @@ constexpr const char* kReleaseToken = "release";
 constexpr size_t kMaxRetired = 1024;
 }  // namespace
 
+Backend::Backend(sim::Hypervisor& hv, Config cfg) : hv_(hv), cfg_(std::move(cfg)) {
+  if (cfg_.mode == Mode::kBridge) bridge_ = std::make_unique<Bridge>(cfg_);
+}
+
 Result<std::unique_ptr<Backend>> Backend::create(sim::Hypervisor& hv, Config cfg) {
   XPV_TRY(validate(cfg));
   return std::unique_ptr<Backend>(new Backend(hv, std::move(cfg)));
@@ -165,7 +169,7 @@ void Backend::add_domain(domid_t d) {
   log_info("domain %u introduced", d);
   for (uint32_t h = 0; h < cfg_.vifs; ++h) {
     const Mac mac = (h == 0 && cfg_.mac) ? *cfg_.mac : default_mac(d, h);
-    auto v = std::make_unique<Vif>(cfg_, *dom0_, *mapper_, d, h, mac, wake_.get());
+    auto v = std::make_unique<Vif>(cfg_, *dom0_, *mapper_, d, h, mac, wake_.get(), bridge_.get());
     Status s = v->create_nodes(*xs_);
     if (s.failed()) {
       // The domain may already be gone again.
@@ -221,6 +225,11 @@ std::optional<VifStats> Backend::vif_stats(domid_t domid, uint32_t handle) const
     if (r->domid == domid && r->handle == handle) return *r;
   }
   return std::nullopt;
+}
+
+std::vector<BridgeFdbEntry> Backend::bridge_fdb() const {
+  if (!bridge_) return {};
+  return bridge_->fdb_entries();
 }
 
 Counters Backend::totals() const {

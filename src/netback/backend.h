@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "netback/bridge.h"
 #include "netback/config.h"
 #include "netback/counters.h"
 #include "netback/vif.h"
@@ -57,12 +58,15 @@ class Backend {
   std::optional<VifStats> vif_stats(domid_t domid, uint32_t handle) const;
   Counters totals() const;
 
+  // Bridge mode: the learning table (empty in the other modes).
+  std::vector<BridgeFdbEntry> bridge_fdb() const;
+
   // The stats file's content (JSON) and the exit summary (text).
   std::string stats_json() const;
   std::string summary() const;
 
  private:
-  Backend(sim::Hypervisor& hv, Config cfg) : hv_(hv), cfg_(std::move(cfg)) {}
+  Backend(sim::Hypervisor& hv, Config cfg);
   void control_loop();
   void handle_watch(const XsWatchEvent& ev);
   void scan_new_domains();
@@ -79,6 +83,8 @@ class Backend {
   UniqueFd wake_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+
+  std::unique_ptr<Bridge> bridge_;  // bridge mode; outlives the vifs (declared before them)
 
   mutable std::mutex mu_;  // the vifs and their queues (control thread vs. stats readers)
   std::set<domid_t> domains_;

@@ -22,7 +22,8 @@ every vif, remove the socket and exit 0.
 
 Toolstack:
   --socket PATH            unix socket to serve (required)
-  --vifs N                 vifs per domain, 0..N-1 (default 1, at most 16)
+  --vifs N                 vifs per domain, 0..N-1 (default 1, at most 16);
+                           in bridge mode every one of them is on the bridge
   --mac MAC                mac of vif 0, e.g. 00:16:3e:12:34:56
                            (default 00:16:3e:<domid hi>:<domid lo>:<vif>)
   --mtu N                  write "mtu" to the frontend's node (default: none)
@@ -35,6 +36,20 @@ Data path:
                              queue's RX (default)
                            sink: TX packets are counted and dropped
                            source: RX traffic is generated, TX is sunk
+                           bridge: a learning switch joining every connected
+                             vif of every domain (like dom0's xenbr0): a TX
+                             frame goes to the vif its destination mac was
+                             learned on (dropped if that is its own vif);
+                             broadcast, multicast and unknown destinations
+                             go to every other vif. The target's RX queue is
+                             the source queue's index modulo the target's
+                             queue count (one flow stays in order). What a
+                             target cannot take is dropped and counted
+                             (bridge_dropped on the sender,
+                             rx_dropped_queue_full on the target)
+  --bridge-ageing S        bridge mode: seconds until a learned mac is
+                           forgotten (default 300); a vif's macs are also
+                           forgotten when it disconnects
   --source-size BYTES      frame size in source mode, 60..65535 (default 60)
   --source-rate PPS        frames per second per queue, 0 = as fast as the
                            frontend posts RX requests (default 0)
@@ -87,6 +102,7 @@ Examples:
   xpv-netback --socket /tmp/nb.sock --fault reconnect --fault-after 5000 \
       --fault-arg 3
   xpv-netback --socket /tmp/nb.sock --fault late-tx-rsp --fault-arg 500
+  xpv-netback --socket /tmp/nb.sock --mode bridge --vifs 2
 
 Exit status: 0 after SIGINT/SIGTERM, 1 when serving failed, 2 for bad
 options.
@@ -206,10 +222,20 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
       if (!v) return v.error();
       auto m = parse_mode(*v);
       if (!m) {
-        return make_error(EINVAL,
-                          format("--mode: unknown mode '%s' (loopback, sink, source)", v->c_str()));
+        return make_error(
+            EINVAL,
+            format("--mode: unknown mode '%s' (loopback, sink, source, bridge)", v->c_str()));
       }
       c.mode = *m;
+    } else if (arg == "--bridge-ageing") {
+      auto v = val();
+      if (!v) return v.error();
+      auto s = parse_seconds(arg, *v);
+      if (!s) return s.error();
+      if (to_ms(*s) < 1) {
+        return make_error(EINVAL, "--bridge-ageing: must be at least 0.001 seconds");
+      }
+      c.bridge_ageing_ms = to_ms(*s);
     } else if (arg == "--source-size") {
       auto v = val();
       if (!v) return v.error();

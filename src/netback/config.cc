@@ -14,6 +14,7 @@ constexpr ModeName kModes[] = {
     {Mode::kLoopback, "loopback"},
     {Mode::kSink, "sink"},
     {Mode::kSource, "source"},
+    {Mode::kBridge, "bridge"},
 };
 
 struct FaultName {
@@ -110,6 +111,9 @@ Status validate(const Config& c) {
   }
   if (c.source_size < 60 || c.source_size > 65535) {
     return make_error(EINVAL, "--source-size must be between 60 and 65535 bytes");
+  }
+  if (c.bridge_ageing_ms < 1 || c.bridge_ageing_ms > 1'000'000'000) {
+    return make_error(EINVAL, "--bridge-ageing must be between 0.001 and 1000000 seconds");
   }
   if (c.rx_queue_bytes < 65536 || c.rx_queue_packets < 16) {
     return make_error(EINVAL, "the RX queue needs at least 64 KiB and 16 packets");

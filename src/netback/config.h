@@ -19,6 +19,7 @@ enum class Mode {
   kLoopback,  // each TX packet goes back to the same queue's RX
   kSink,      // TX packets are counted and dropped; no RX traffic
   kSource,    // RX traffic is generated; TX packets are sunk
+  kBridge,    // a learning switch joining every connected vif (bridge.h)
 };
 
 // Faults a broken backend could inflict on a frontend (see docs/xpv-netback.md).
@@ -50,6 +51,7 @@ struct Config {
   uint32_t source_size = 60;  // 60..65535
   uint64_t source_rate = 0;   // packets per second per queue, 0: as fast as the ring allows
   uint64_t source_count = 0;  // packets per queue, 0: unlimited
+  uint64_t bridge_ageing_ms = 300'000;  // bridge mode: a learned mac is forgotten after this
 
   // RX (backend -> frontend), Linux's defaults.
   uint64_t rx_stall_timeout_ms = 60'000;  // 0 disables stall detection

@@ -34,7 +34,11 @@ namespace xpv::netback {
   X(fatal_errors, "fatal errors (malicious frontend, failed handshake)")                   \
   X(faults_injected, "faults injected by --fault")                                         \
   X(connects, "successful handshakes (backend Connected)")                                 \
-  X(disconnects, "disconnections (queues torn down)")
+  X(disconnects, "disconnections (queues torn down)")                                      \
+  X(bridge_unicast, "bridge: TX frames sent to the one vif their destination is on")       \
+  X(bridge_flooded, "bridge: TX frames flooded (broadcast, multicast, unknown dst)")       \
+  X(bridge_dropped_self, "bridge: TX frames dropped: destination on the sending vif")      \
+  X(bridge_dropped, "bridge: copies dropped: target inbox full, target gone/disabled")
 
 // A plain copy of the counters.
 struct Counters {

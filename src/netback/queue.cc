@@ -84,6 +84,13 @@ Result<std::unique_ptr<Queue>> Queue::create(VifContext& vif, Platform& dom0, Gr
   auto w = make_eventfd();
   if (!w) return w.error();
   q->wake_ = std::move(*w);
+  if (vif.cfg.mode == Mode::kBridge) {
+    // Two buffers of half the RX queue each: together as much as it holds.
+    auto in = BridgeInbox::create(std::max<uint32_t>(65536, vif.cfg.rx_queue_bytes / 2),
+                                  std::max<uint32_t>(16, vif.cfg.rx_queue_packets / 2));
+    if (!in) return in.error();
+    q->inbox_ = std::move(*in);
+  }
   return q;
 }
 
@@ -112,7 +119,7 @@ Status Queue::start() {
 void Queue::stop() {
   if (!thread_.joinable()) return;
   stop_.store(true, std::memory_order_release);
-  eventfd_signal(wake_.get());
+  eventfd_signal(wake_fd());
   thread_.join();
 }
 
@@ -150,6 +157,7 @@ bool Queue::service(uint64_t now) {
   if (late_count_) tx_release_late(now);
   if (tx_more_ && !tx_poisoned_) tx_action();
   again |= tx_more_;
+  if (inbox_) bridge_drain();
   rx_drop_expired(now);
   rx_check_stall(now);
   // A source that made frames comes back at once: either it makes more or,
@@ -194,13 +202,15 @@ void Queue::run() {
     run_busy_poll();
     return;
   }
-  pollfd fds[2] = {{eoi_->fd(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+  const int wake = wake_fd();
+  pollfd fds[2] = {{eoi_->fd(), POLLIN, 0}, {wake, POLLIN, 0}};
   while (!stop_.load(std::memory_order_acquire)) {
     if (vif_.disabled.load(std::memory_order_acquire)) {
       // A disabled vif serves nothing until it is torn down
       // (xenvif_kthread_guest_rx: carrier off and stop).
+      bridge_close();
       ::poll(&fds[1], 1, -1);
-      eventfd_drain(wake_.get());
+      eventfd_drain(wake);
       continue;
     }
     const uint64_t now = now_ns();
@@ -213,7 +223,7 @@ void Queue::run() {
       log_error("%s-q%u: poll: %s", vif_.name.c_str(), index(), errno_string(errno).c_str());
       break;
     }
-    if (fds[1].revents) eventfd_drain(wake_.get());
+    if (fds[1].revents) eventfd_drain(wake);
     if (fds[0].revents) {
       auto r = eoi_->process();
       if (!r) {
@@ -232,9 +242,10 @@ void Queue::run_busy_poll() {
   constexpr uint32_t kDisarm = 0x80000000u;
   while (!stop_.load(std::memory_order_acquire)) {
     if (vif_.disabled.load(std::memory_order_acquire)) {
-      pollfd w{wake_.get(), POLLIN, 0};
+      bridge_close();
+      pollfd w{wake_fd(), POLLIN, 0};
       ::poll(&w, 1, -1);
-      eventfd_drain(wake_.get());
+      eventfd_drain(wake_fd());
       continue;
     }
     ring::store_relaxed(tx_.header()->req_event, tx_.req_cons() + kDisarm);

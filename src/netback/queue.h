@@ -4,8 +4,9 @@
 //
 // The worker owns everything below once started: the rings, the RX queue of
 // packets waiting for the frontend, the TX batch, the fault state. Nothing on
-// the per-packet path allocates or locks; the ring code alone orders memory
-// against the frontend.
+// the per-packet path allocates or locks (except, in bridge mode, the target
+// inbox's mutex: bridge.h); the ring code alone orders memory against the
+// frontend.
 //
 // Event channels use late EOI (evtchn/late_eoi.h), as Linux netback does
 // since XSA-332: a port's handler runs while the port is masked, reports
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "evtchn/late_eoi.h"
+#include "netback/bridge.h"
 #include "netback/config.h"
 #include "netback/counters.h"
 #include "netback/rx_fifo.h"
@@ -62,6 +64,9 @@ class Queue {
   uint32_t index() const { return keys_.index; }
   bool split() const { return keys_.tx_evtchn != keys_.rx_evtchn; }
   Counters counters() const { return ctr_.snapshot(); }
+  // Bridge mode: where other vifs' workers put frames for this queue's RX
+  // (nullptr in the other modes).
+  const std::shared_ptr<BridgeInbox>& inbox() const { return inbox_; }
 
  private:
   Queue(VifContext& vif, GrantMapper& mapper, const QueueKeys& keys)
@@ -84,6 +89,8 @@ class Queue {
   bool rx_event_work();
   bool count_event(bool work, const char* what);
   void notify(evtchn_port_t port);
+  // What wakes the worker (stop, and in bridge mode other workers' frames).
+  int wake_fd() const { return inbox_ ? inbox_->wake_fd() : wake_.get(); }
 
   // ---- TX (tx.cc): xenvif_tx_action ----
   bool tx_action();  // true when it consumed requests
@@ -103,8 +110,28 @@ class Queue {
   bool rx_check_stall(uint64_t now);
   void rx_drop_expired(uint64_t now);
   bool rx_enqueue(const uint8_t* data, uint32_t len, uint16_t rx_flags, uint64_t now);
+  // What the first RX response says about the checksum of a packet the
+  // frontend (this one or, bridged, another) sent with `tx_flags`
+  // (xenvif_rx_data_slot): a blank checksum stays blank when this frontend
+  // does checksum offload.
+  uint16_t rx_flags_for(uint16_t tx_flags) const {
+    uint16_t rx_flags = 0;
+    if ((tx_flags & netif::kTxCsumBlank) && vif_.ip_csum) {
+      rx_flags = netif::kRxCsumBlank | netif::kRxDataValidated;
+    } else if (tx_flags & netif::kTxDataValidated) {
+      rx_flags = netif::kRxDataValidated;
+    }
+    return rx_flags;
+  }
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
+
+  // ---- bridge mode (bridge.cc) ----
+  void bridge_forward(const uint8_t* data, uint32_t len, uint16_t tx_flags, uint64_t now);
+  void bridge_push(const BridgePort& p, const uint8_t* data, uint32_t len, uint16_t tx_flags,
+                   uint64_t now);
+  void bridge_drain();  // the inbox into the RX queue
+  void bridge_close();  // the vif is disabled: refuse and drop what waits
 
   // ---- source mode (source.cc) ----
   bool source_generate(uint64_t now);
@@ -184,6 +211,10 @@ class Queue {
   bool stalled_ = false;
   uint64_t last_rx_ns_ = 0;  // Linux's queue->last_rx_time
   bool stall_rx_active_ = false;
+
+  // ---- bridge mode ----
+  std::shared_ptr<BridgeInbox> inbox_;
+  Bridge::View bridge_view_;
 
   // ---- source mode ----
   uint64_t source_seq_ = 0;

@@ -4,7 +4,8 @@
 //
 // Each packet is stored contiguously in a byte ring; a packet that does not
 // fit before the end of the buffer starts again at its beginning. Only the
-// queue's worker thread uses it, so it needs no lock.
+// queue's worker thread uses it, so it needs no lock (the bridge's inboxes
+// use two of them under their own mutex).
 #pragma once
 
 #include <cstdint>

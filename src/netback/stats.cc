@@ -59,6 +59,19 @@ std::string Backend::stats_json() const {
   out += "  \"fault\": \"" + std::string(to_string(cfg_.fault)) + "\",\n";
   out += "  \"totals\": ";
   json_counters(out, total);
+  if (bridge_) {
+    const std::vector<BridgeFdbEntry> fdb = bridge_->fdb_entries();
+    out += format(",\n  \"bridge\": {\"ageing_s\": %.3f, \"ports\": %zu, \"fdb\": [",
+                  static_cast<double>(bridge_->ageing_ms()) / 1000.0, bridge_->ports());
+    for (size_t i = 0; i < fdb.size(); ++i) {
+      const BridgeFdbEntry& e = fdb[i];
+      out += i ? ",\n    " : "\n    ";
+      out +=
+          format("{\"mac\": \"%s\", \"domid\": %u, \"handle\": %u, \"queue\": %u, \"age_s\": %.3f}",
+                 e.mac.c_str(), e.domid, e.handle, e.queue, e.age_s);
+    }
+    out += fdb.empty() ? "]}" : "\n  ]}";
+  }
   out += ",\n  \"vifs\": [";
   for (size_t i = 0; i < vifs.size(); ++i) {
     const VifStats& v = vifs[i];
@@ -106,6 +119,13 @@ std::string Backend::summary() const {
         static_cast<unsigned long long>(c.rx_packets), static_cast<unsigned long long>(c.rx_bytes),
         static_cast<unsigned long long>(rx_drops), static_cast<unsigned long long>(c.rx_stalls),
         static_cast<unsigned long long>(c.rx_bad_requests));
+    if (bridge_) {
+      out += format("bridge %llu unicast, %llu flooded, %llu dropped, %llu to itself; ",
+                    static_cast<unsigned long long>(c.bridge_unicast),
+                    static_cast<unsigned long long>(c.bridge_flooded),
+                    static_cast<unsigned long long>(c.bridge_dropped),
+                    static_cast<unsigned long long>(c.bridge_dropped_self));
+    }
     out += format("%llu connects, %llu faults injected, %llu fatal errors%s%s\n",
                   static_cast<unsigned long long>(c.connects),
                   static_cast<unsigned long long>(c.faults_injected),

@@ -317,16 +317,12 @@ void Queue::tx_release_late(uint64_t now) {
 }
 
 void Queue::tx_deliver(const uint8_t* data, uint32_t len, uint16_t tx_flags) {
-  if (cfg_.mode != Mode::kLoopback) return;  // sink, or source (TX is sunk)
-  // What the first RX response says about the checksum (xenvif_rx_data_slot):
-  // a blank checksum stays blank when the frontend does checksum offload.
-  uint16_t rx_flags = 0;
-  if ((tx_flags & netif::kTxCsumBlank) && vif_.ip_csum) {
-    rx_flags = netif::kRxCsumBlank | netif::kRxDataValidated;
-  } else if (tx_flags & netif::kTxDataValidated) {
-    rx_flags = netif::kRxDataValidated;
+  if (cfg_.mode != Mode::kLoopback) {
+    // The bridge's target computes the RX flags: its checksum offload counts.
+    if (cfg_.mode == Mode::kBridge) bridge_forward(data, len, tx_flags, now_ns());
+    return;  // sink, or source: TX is sunk
   }
-  rx_enqueue(data, len, rx_flags, now_ns());
+  rx_enqueue(data, len, rx_flags_for(tx_flags), now_ns());
 }
 
 }  // namespace xpv::netback

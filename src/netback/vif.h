@@ -41,8 +41,10 @@ struct VifStats {
 
 class Vif {
  public:
+  // `bridge`: the backend's bridge in bridge mode (it outlives the vif),
+  // else nullptr.
   Vif(const Config& cfg, Platform& dom0, GrantMapper& mapper, domid_t domid, uint32_t handle,
-      const Mac& mac, int control_wake_fd);
+      const Mac& mac, int control_wake_fd, Bridge* bridge = nullptr);
   ~Vif();
   Vif(const Vif&) = delete;
   Vif& operator=(const Vif&) = delete;
@@ -86,6 +88,7 @@ class Vif {
   XenbusState fe_state_ = XenbusState::kUnknown;
   std::vector<std::unique_ptr<Queue>> queues_;
   bool split_ = false;
+  std::shared_ptr<const BridgePort> port_;  // bridge mode, while connected
 
   LiveCounters ctr_;  // the control thread's: connects, disconnects, handshake fatals
   Counters closed_;   // queues of earlier connections

@@ -16,6 +16,8 @@
 
 namespace xpv::netback {
 
+class Bridge;
+
 struct VifContext {
   VifContext(const Config& c, domid_t d, uint32_t h, const Mac& m, int wake)
       : cfg(c), domid(d), handle(h), mac(m), control_wake_fd(wake) {
@@ -34,6 +36,11 @@ struct VifContext {
   bool ip_csum = true;            // !feature-no-csum-offload
   uint64_t stall_timeout_ns = 0;  // 0: RX stall detection off
   uint64_t drain_timeout_ns = 0;  // RX queue expiry
+
+  // Bridge mode: the backend's bridge (outlives every vif) and this vif's
+  // port while connected (set before the workers start).
+  Bridge* bridge = nullptr;
+  uint64_t bridge_port = 0;
 
   // xenvif_fatal_tx_err(): the vif is disabled and its queues stop serving.
   // The first reason is kept (written once, before fatal_state becomes 2).

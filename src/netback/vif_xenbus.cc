@@ -60,11 +60,12 @@ const char* state_name(XenbusState s) {
 }  // namespace
 
 Vif::Vif(const Config& cfg, Platform& dom0, GrantMapper& mapper, domid_t domid, uint32_t handle,
-         const Mac& mac, int control_wake_fd)
+         const Mac& mac, int control_wake_fd, Bridge* bridge)
     : cfg_(cfg),
       dom0_(dom0),
       mapper_(mapper),
       ctx_(std::make_unique<VifContext>(cfg, domid, handle, mac, control_wake_fd)) {
+  ctx_->bridge = bridge;
   fe_path_ = format("/local/domain/%u/device/vif/%u", domid, handle);
   be_path_ = format("/local/domain/0/backend/vif/%u/%u", domid, handle);
   reconnects_left_ = cfg.fault == Fault::kReconnect ? fault_arg_or_default(cfg) : 0;
@@ -274,6 +275,15 @@ bool Vif::connect(XenStore& xs) {
 
   queues_ = std::move(queues);
   split_ = split;
+  if (c.bridge) {
+    // On the bridge before the workers start: they need their port's id,
+    // and frames for them wait in their inboxes until they run.
+    std::vector<std::shared_ptr<BridgeInbox>> rx;
+    for (auto& q : queues_)
+      rx.push_back(q->inbox());
+    port_ = c.bridge->attach(c.domid, c.handle, c.name, std::move(rx));
+    c.bridge_port = port_->id;
+  }
   for (auto& q : queues_) {
     Status s = q->start();
     if (s.failed()) {
@@ -297,8 +307,16 @@ bool Vif::connect(XenStore& xs) {
 void Vif::disconnect() {
   if (queues_.empty()) return;
   ctx_->reconnect_threshold.store(0);
+  // Off the bridge first: other workers stop queueing for us (what they
+  // still try is counted as dropped on their side).
+  if (port_) ctx_->bridge->detach(*port_);
   for (auto& q : queues_)
     q->stop();
+  if (port_) {
+    // What our workers learned between detach() and stopping.
+    ctx_->bridge->forget(port_->id);
+    port_.reset();
+  }
   last_queues_.clear();
   for (auto& q : queues_) {
     const Counters qc = q->counters();

@@ -147,10 +147,19 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend, bo
   if (!evt) return evt.error();
   c->evt = std::move(*evt);
   if (split) {
-    XPV_TRY(c->evt->add_port(c->tx_port, [this] { return handle_tx_responses(); }));
-    XPV_TRY(c->evt->add_port(c->rx_port, [this] { return handle_rx_responses(); }));
+    XPV_TRY(c->evt->add_port(c->tx_port, [this] {
+      InHandler h(in_handler_);
+      return handle_tx_responses();
+    }));
+    XPV_TRY(c->evt->add_port(c->rx_port, [this] {
+      InHandler h(in_handler_);
+      return handle_rx_responses();
+    }));
   } else {
-    XPV_TRY(c->evt->add_port(c->tx_port, [this] { return handle_responses(); }));
+    XPV_TRY(c->evt->add_port(c->tx_port, [this] {
+      InHandler h(in_handler_);
+      return handle_responses();
+    }));
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -372,6 +381,10 @@ bool QueueImpl::handle_tx_responses() {
       continue;  // answered while we re-armed
     }
     work = true;
+    // The invariant that took Linux from 4.5 to 11.5 Gb/s: with notifications
+    // armed, only the event handler consumes TX responses. Count any breach.
+    if (in_xmit_ && !in_handler_ && mode() == QueueMode::kEvent)
+      count(kCounter_tx_reaped_in_xmit, a.count);
     for (uint32_t i = 0; i < a.count; ++i) {
       const netif::TxResponse r = c.tx.take_response();  // copied once
       // NETIF_RSP_NULL answers an extra-info slot, which owns no buffer.
@@ -517,6 +530,7 @@ void QueueImpl::refill_rx(bool force) {
 
 uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
   if (!enter()) return 0;
+  InHandler xmit(in_xmit_);
   Conn& c = *conn_;
   if (broken_.load(std::memory_order_relaxed)) {
     leave();
@@ -525,7 +539,9 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
   // Short of room: let the handler reclaim. In poll mode the poll loop runs
   // it; in event mode it runs only for an event that fired, so the transmit
   // path never consumes a response the backend's event was raised for.
+  bool reclaimed = false;
   if (c.tx.free_requests() < kMaxTxSlots || c.tx_pool->available() < kMaxTxSlots) {
+    reclaimed = true;
     if (mode() == QueueMode::kPoll) {
       handle_tx_responses();
     } else {
@@ -569,7 +585,20 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
       ++done;
       continue;
     }
-    if (c.tx.free_requests() < nslots || (!zero_copy && c.tx_pool->available() < nslots)) {
+    auto no_room = [&] {
+      return c.tx.free_requests() < nslots || (!zero_copy && c.tx_pool->available() < nslots);
+    };
+    if (no_room() && !reclaimed) {
+      // Answered requests may be waiting: reclaim once more (the same rule
+      // as above: the handler, directly in poll mode, on an event otherwise).
+      reclaimed = true;
+      if (mode() == QueueMode::kPoll) {
+        handle_tx_responses();
+      } else {
+        process_events();
+      }
+    }
+    if (no_room()) {
       count(kCounter_ring_full);
       break;
     }

@@ -156,6 +156,16 @@ class QueueImpl {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 
+  // Where the data path is, for the tx_reaped_in_xmit invariant counter.
+  struct InHandler {
+    explicit InHandler(bool& f) : f_(f), old_(f) { f = true; }
+    ~InHandler() { f_ = old_; }
+    bool& f_;
+    bool old_;
+  };
+  bool in_xmit_ = false;
+  bool in_handler_ = false;
+
   const uint32_t index_;
   Queue api_;
   std::unique_ptr<Conn> conn_;

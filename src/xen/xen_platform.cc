@@ -110,13 +110,25 @@ class XenGrantMapper final : public GrantMapper {
   }
 
   Status copy(std::span<GrantCopyOp> ops) override {
-    std::vector<xengnttab_grant_copy_segment_t> segs(ops.size());
+    // gntdev refuses a whole batch (EINVAL) when one segment crosses its
+    // page; check each op first, as Xen would, and submit only the sound
+    // ones, so that every op gets its own status.
+    std::vector<xengnttab_grant_copy_segment_t> segs;
+    std::vector<size_t> index;
+    segs.reserve(ops.size());
+    index.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto& s = segs[i];
       const GrantCopyOp& op = ops[i];
-      s = {};
+      if (size_t{op.source.offset} + op.len > kPageSize ||
+          size_t{op.dest.offset} + op.len > kPageSize ||
+          (!op.source.is_grant && !op.source.local) || (!op.dest.is_grant && !op.dest.local)) {
+        const bool bounds = size_t{op.source.offset} + op.len > kPageSize ||
+                            size_t{op.dest.offset} + op.len > kPageSize;
+        ops[i].status = bounds ? GNTST_bad_copy_arg : GNTST_general_error;
+        continue;
+      }
+      xengnttab_grant_copy_segment_t s{};
       s.len = op.len;
-      s.flags = 0;
       if (op.source.is_grant) {
         s.flags |= GNTCOPY_source_gref;
         s.source.foreign.ref = op.source.ref;
@@ -133,12 +145,15 @@ class XenGrantMapper final : public GrantMapper {
       } else {
         s.dest.virt = op.dest.local;
       }
+      segs.push_back(s);
+      index.push_back(i);
     }
+    if (segs.empty()) return {};
     if (xengnttab_grant_copy(h_, static_cast<uint32_t>(segs.size()), segs.data()) != 0) {
       return lib_error("xengnttab_grant_copy", errno);
     }
-    for (size_t i = 0; i < ops.size(); ++i)
-      ops[i].status = segs[i].status;
+    for (size_t k = 0; k < segs.size(); ++k)
+      ops[index[k]].status = segs[k].status;
     return {};
   }
 
