@@ -8,7 +8,9 @@
 // or still mapped by the backend (then kept, never freed under it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -41,6 +43,8 @@ class BufferPool {
 
   uint8_t* data(uint32_t slot) const { return pages_.page(slot); }
   grant_ref_t ref(uint32_t slot) const { return pages_.ref(slot); }
+  // The grant refs of all slots, indexed by slot (for burst loops).
+  const grant_ref_t* refs() const { return pages_.refs().data(); }
 
   // Takes a free slot; false when none is left.
   bool alloc(uint32_t* slot) {
@@ -49,6 +53,19 @@ class BufferPool {
     return true;
   }
   void free(uint32_t slot) { free_[free_top_++] = slot; }
+
+  // Bulk forms for the data path: one update of the free list per burst.
+  // alloc_bulk takes min(n, available()) slots into out and returns how many.
+  uint32_t alloc_bulk(uint32_t* out, uint32_t n) {
+    n = std::min<uint32_t>(n, static_cast<uint32_t>(free_top_));
+    free_top_ -= n;
+    std::memcpy(out, free_.data() + free_top_, size_t{n} * sizeof(uint32_t));
+    return n;
+  }
+  void free_bulk(const uint32_t* slots, uint32_t n) {
+    std::memcpy(free_.data() + free_top_, slots, size_t{n} * sizeof(uint32_t));
+    free_top_ += n;
+  }
 
   // Whether p points into this pool; gives its slot and offset (zero-copy TX
   // of a buffer that already lives in granted memory).

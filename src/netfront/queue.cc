@@ -19,6 +19,24 @@ constexpr uint32_t kRingMask = QueueImpl::kRingSize - 1;
 // An rsp_event this far ahead of the consumer is never crossed: the backend
 // never notifies (poll mode keeps moving it along with the consumer).
 constexpr uint32_t kDisarmedDistance = 0x80000000u;
+// Slot ids the TX fast path takes from its pool at a time.
+constexpr uint32_t kTxIdBatch = 64;
+
+// A packet into its slot page. Frames of 16..64 bytes, the size that bounds
+// the packet rate, move as two or four overlapping 16-byte copies: no call,
+// no length loop, and never a read past src + len.
+inline void copy_packet(uint8_t* dst, const uint8_t* src, uint32_t len) {
+  if (len - 16u <= 48u) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + len - 16, src + len - 16, 16);
+    if (len > 32) {
+      std::memcpy(dst + 16, src + 16, 16);
+      std::memcpy(dst + len - 32, src + len - 32, 16);
+    }
+    return;
+  }
+  std::memcpy(dst, src, len);
+}
 std::mutex g_reason_mu;
 }  // namespace
 
@@ -385,33 +403,53 @@ bool QueueImpl::handle_tx_responses() {
     // armed, only the event handler consumes TX responses. Count any breach.
     if (in_xmit_ && !in_handler_ && mode() == QueueMode::kEvent)
       count(kCounter_tx_reaped_in_xmit, a.count);
-    for (uint32_t i = 0; i < a.count; ++i) {
-      const netif::TxResponse r = c.tx.take_response();  // copied once
-      // NETIF_RSP_NULL answers an extra-info slot, which owns no buffer.
-      if (r.status == netif::kRspNull) continue;
-      if (r.id >= kTxPoolSlots || !c.tx_slots[r.id].in_flight) {
+    TxSlot* const slots = c.tx_slots.data();
+    BufferPool& pool = *c.tx_pool;
+    const uint32_t cons = c.tx.rsp_cons();
+    uint32_t freed[kRingSize];  // returned to the pool once per batch
+    uint32_t nfreed = 0;
+    uint32_t k = 0;
+    for (; k < a.count; ++k) {
+      const netif::TxResponse r = c.tx.response_at(cons + k);  // copied once
+      if (r.status != netif::kRspOkay) [[unlikely]] {
+        // NETIF_RSP_NULL answers an extra-info slot, which owns no buffer.
+        if (r.status == netif::kRspNull) continue;
+        if (r.id < kTxPoolSlots && slots[r.id].in_flight && slots[r.id].head) {
+          count(r.status == netif::kRspDropped ? kCounter_tx_dropped : kCounter_tx_errors);
+        }
+      }
+      if (r.id >= kTxPoolSlots || !slots[r.id].in_flight) [[unlikely]] {
+        pool.free_bulk(freed, nfreed);
+        c.tx.consume_responses(k + 1);
+        c.tx_in_flight -= nfreed;
         backend_error("TX response for id %u, which is %s", r.id,
                       r.id >= kTxPoolSlots ? "out of range" : "not in flight (answered twice?)");
         return true;
       }
-      TxSlot& s = c.tx_slots[r.id];
-      if (s.head) {
-        if (r.status == netif::kRspDropped) {
-          count(kCounter_tx_dropped);
-        } else if (r.status != netif::kRspOkay) {
-          count(kCounter_tx_errors);
-        }
-      }
-      s = TxSlot{};
-      --c.tx_in_flight;
-      c.tx_pool->free(r.id);
+      slots[r.id] = TxSlot{};
+      freed[nfreed++] = r.id;
     }
+    pool.free_bulk(freed, nfreed);
+    c.tx.consume_responses(k);
+    c.tx_in_flight -= nfreed;
   }
 }
 
-bool QueueImpl::handle_rx_responses() {
+bool QueueImpl::handle_rx_responses(Direct* direct) {
   Conn& c = *conn_;
   bool work = false;
+  // The caller's budget in locals: the callback is opaque to the compiler,
+  // so anything it could reach would be reloaded after every packet.
+  uint16_t dn = direct ? direct->n : 0;
+  uint16_t dmax = direct ? direct->max : 0;
+  uint64_t dbytes = 0;
+  auto finish = [&](bool result) {
+    if (direct) {
+      direct->n = dn;
+      direct->bytes += dbytes;
+    }
+    return result;
+  };
   for (;;) {
     ring::Available a = c.rx.available_responses();
     if (a.overflow) {
@@ -419,107 +457,168 @@ bool QueueImpl::handle_rx_responses() {
           "RX response producer %u is beyond the requests we posted "
           "(RING_RESPONSE_PROD_OVERFLOW)",
           ring::load_relaxed(c.rx.header()->rsp_prod));
-      return true;
+      return finish(true);
     }
     if (a.count == 0) {
       refill_rx(false);
       if (mode() == QueueMode::kPoll) {
         c.rx.set_response_event(kDisarmedDistance);
-        return work;
+        return finish(work);
       }
       // RING_FINAL_CHECK_FOR_RESPONSES: an event for the next response.
       ring::Available f = c.rx.final_check_for_responses();
-      if (f.count == 0 && !f.overflow) return work;
+      if (f.count == 0 && !f.overflow) return finish(work);
       continue;
     }
     work = true;
-    for (uint32_t i = 0; i < a.count; ++i) {
-      const uint32_t idx = c.rx.rsp_cons();
-      const netif::RxResponse r = c.rx.take_response();  // copied once
-      const uint16_t slot = c.rx_posted[idx & kRingMask];
-
-      if (c.extra_pending) {
-        // This slot carries a netif_extra_info; its buffer holds no data.
-        netif::ExtraInfo e;
-        std::memcpy(&e, &r, sizeof e);
-        c.rx_pool->free(slot);
-        if (e.type == netif::kExtraTypeNone || e.type >= netif::kExtraTypeMax) c.asm_bad = true;
-        c.extra_pending = (e.flags & netif::kExtraFlagMore) != 0;
-      } else {
-        // The backend answers in the slot of the request (netif.h), echoing
-        // its id, which we set to the ring index.
-        if (r.id != (idx & kRingMask)) {
-          c.rx_pool->free(slot);
-          backend_error("RX response at ring index %u names id %u; that request had id %u", idx,
-                        r.id, idx & kRingMask);
-          return true;
-        }
-        if (!c.asm_active) {
-          c.asm_active = true;
-          c.asm_bad = c.asm_error_status = c.asm_last_seen = false;
-          c.asm_first = c.frag_head;
-          c.asm_nfrags = 0;
-          c.asm_len = 0;
-          c.asm_flags = r.flags;
-        }
-        if (r.status < 0) {
-          // NETIF_RSP_ERROR/DROPPED: the backend failed this packet.
-          c.asm_bad = c.asm_error_status = true;
-          c.rx_pool->free(slot);
-        } else if (r.offset >= kPageSize ||
-                   size_t{r.offset} + static_cast<uint16_t>(r.status) > kPageSize) {
-          c.rx_pool->free(slot);
-          backend_error("RX response offset %u + length %d lies outside its %zu-byte page",
-                        r.offset, r.status, kPageSize);
-          return true;
-        } else if (c.asm_nfrags == kMaxRxFrags || c.asm_len + r.status > kMaxPacketLen) {
-          // More fragments or bytes than any packet may have: drop it.
-          c.asm_bad = true;
-          c.rx_pool->free(slot);
-        } else {
-          c.frags[c.frag_head++ % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(r.status)};
-          ++c.asm_nfrags;
-          c.asm_len += static_cast<uint32_t>(r.status);
-        }
-        if (r.flags & netif::kRxExtraInfo) c.extra_pending = true;
-        if (!(r.flags & netif::kRxMoreData)) c.asm_last_seen = true;
-      }
-
-      if (c.asm_active && c.asm_last_seen && !c.extra_pending) {
-        // The packet is complete.
-        c.asm_active = false;
-        if (c.asm_bad || c.asm_len == 0) {
-          for (uint32_t f = c.asm_first; f != c.frag_head; ++f) {
-            c.rx_pool->free(c.frags[f % kRxPoolSlots].slot);
+    const uint32_t cons = c.rx.rsp_cons();
+    const uint16_t* const posted = c.rx_posted.data();
+    BufferPool& pool = *c.rx_pool;
+    uint8_t* const pages = pool.data(0);
+    const Queue::Deliver fn = direct ? direct->fn : nullptr;
+    void* const ctx = direct ? direct->ctx : nullptr;
+    bool simple = !c.asm_active && !c.extra_pending;
+    bool staged_empty = c.staged_tail == c.staged_head;
+    // One descriptor for every single-slot packet handed over in this batch
+    // (the callback gets it by const reference and may not keep it).
+    RxFragment fr{nullptr, 0};
+    RxPacket pkt{&fr, 1, 0, 0};
+    uint32_t freed[kRingSize];  // delivered slots, back to the pool once per batch
+    uint32_t nfreed = 0;
+    uint32_t k = 0;
+    for (; k < a.count; ++k) {
+      const uint32_t idx = cons + k;
+      const netif::RxResponse r = c.rx.response_at(idx);  // copied once
+      const uint16_t slot = posted[idx & kRingMask];
+      // Fast path, the common case: a whole packet in one slot (no more_data,
+      // no extra info), the id of its request, inside its page.
+      if (simple && !(r.flags & (netif::kRxMoreData | netif::kRxExtraInfo)) && r.status > 0 &&
+          r.id == (idx & kRingMask) &&
+          size_t{r.offset} + static_cast<uint16_t>(r.status) <= kPageSize) [[likely]] {
+        const uint32_t len = static_cast<uint32_t>(r.status);
+        if (dn < dmax && staged_empty) {
+          // Poll mode: hand it to the caller at once (nothing older waits).
+          fr.data = pages + size_t{slot} * kPageSize + r.offset;
+          fr.len = len;
+          pkt.len = len;
+          pkt.flags = r.flags;
+          if (fn(ctx, pkt)) {
+            freed[nfreed++] = slot;
+            ++dn;
+            dbytes += len;
+            continue;
           }
-          c.frag_head = c.asm_first;
-          count(c.asm_error_status ? kCounter_rx_errors : kCounter_rx_dropped);
-        } else {
-          c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first, c.asm_nfrags, c.asm_flags,
-                                                      c.asm_len};
+          dmax = dn;  // the caller is full: stage the rest
         }
+        const uint32_t f = c.frag_head++;
+        c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
+        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len};
+        staged_empty = false;
+        continue;
       }
+      if (!rx_slow(idx, r, slot)) {
+        pool.free_bulk(freed, nfreed);
+        c.rx.consume_responses(k + 1);
+        return finish(true);
+      }
+      simple = !c.asm_active && !c.extra_pending;
+      staged_empty = c.staged_tail == c.staged_head;
+    }
+    pool.free_bulk(freed, nfreed);
+    c.rx.consume_responses(k);
+  }
+}
+
+// The rare RX responses: extra-info slots, multi-slot packets, error
+// statuses, and protocol violations. Returns false on a violation.
+bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot) {
+  Conn& c = *conn_;
+  if (c.extra_pending) {
+    // This slot carries a netif_extra_info; its buffer holds no data.
+    netif::ExtraInfo e;
+    std::memcpy(&e, &r, sizeof e);
+    c.rx_pool->free(slot);
+    if (e.type == netif::kExtraTypeNone || e.type >= netif::kExtraTypeMax) c.asm_bad = true;
+    c.extra_pending = (e.flags & netif::kExtraFlagMore) != 0;
+  } else {
+    // The backend answers in the slot of the request (netif.h), echoing
+    // its id, which we set to the ring index.
+    if (r.id != (idx & kRingMask)) {
+      c.rx_pool->free(slot);
+      backend_error("RX response at ring index %u names id %u; that request had id %u", idx, r.id,
+                    idx & kRingMask);
+      return false;
+    }
+    if (!c.asm_active) {
+      c.asm_active = true;
+      c.asm_bad = c.asm_error_status = c.asm_last_seen = false;
+      c.asm_first = c.frag_head;
+      c.asm_nfrags = 0;
+      c.asm_len = 0;
+      c.asm_flags = r.flags;
+    }
+    if (r.status < 0) {
+      // NETIF_RSP_ERROR/DROPPED: the backend failed this packet.
+      c.asm_bad = c.asm_error_status = true;
+      c.rx_pool->free(slot);
+    } else if (r.offset >= kPageSize ||
+               size_t{r.offset} + static_cast<uint16_t>(r.status) > kPageSize) {
+      c.rx_pool->free(slot);
+      backend_error("RX response offset %u + length %d lies outside its %zu-byte page", r.offset,
+                    r.status, kPageSize);
+      return false;
+    } else if (c.asm_nfrags == kMaxRxFrags || c.asm_len + r.status > kMaxPacketLen) {
+      // More fragments or bytes than any packet may have: drop it.
+      c.asm_bad = true;
+      c.rx_pool->free(slot);
+    } else {
+      c.frags[c.frag_head++ % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(r.status)};
+      ++c.asm_nfrags;
+      c.asm_len += static_cast<uint32_t>(r.status);
+    }
+    if (r.flags & netif::kRxExtraInfo) c.extra_pending = true;
+    if (!(r.flags & netif::kRxMoreData)) c.asm_last_seen = true;
+  }
+  if (c.asm_active && c.asm_last_seen && !c.extra_pending) {
+    // The packet is complete.
+    c.asm_active = false;
+    if (c.asm_bad || c.asm_len == 0) {
+      for (uint32_t f = c.asm_first; f != c.frag_head; ++f) {
+        c.rx_pool->free(c.frags[f % kRxPoolSlots].slot);
+      }
+      c.frag_head = c.asm_first;
+      count(c.asm_error_status ? kCounter_rx_errors : kCounter_rx_dropped);
+    } else {
+      c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first, c.asm_nfrags, c.asm_flags,
+                                                  c.asm_len};
     }
   }
+  return true;
 }
 
 // Posts free RX buffers. Batched: only when a batch is free (or forced),
 // with at most one notification, and only if the backend asked for one.
 void QueueImpl::refill_rx(bool force) {
   Conn& c = *conn_;
-  const uint32_t want = std::min(c.rx.free_requests(), c.rx_pool->available());
+  BufferPool& pool = *c.rx_pool;
+  const uint32_t want = std::min(c.rx.free_requests(), pool.available());
   if (want == 0 || (!force && want < kRefillBatch)) return;
-  for (uint32_t i = 0; i < want; ++i) {
-    uint32_t slot = 0;
-    c.rx_pool->alloc(&slot);
-    const uint32_t idx = c.rx.req_prod_pvt();
-    netif::RxRequest& q = c.rx.next_request();
+  // Slot ids in bulk and the ring index in a local: the entry stores below
+  // could alias any member the compiler would otherwise reload.
+  uint32_t ids[kRingSize];
+  const uint32_t got = pool.alloc_bulk(ids, want);
+  const grant_ref_t* const refs = pool.refs();
+  uint16_t* const posted = c.rx_posted.data();
+  const uint32_t prod = c.rx.req_prod_pvt();
+  for (uint32_t i = 0; i < got; ++i) {
+    const uint32_t idx = prod + i;
+    netif::RxRequest& q = c.rx.request_at(idx);
     q.id = static_cast<uint16_t>(idx & kRingMask);
     q.pad = 0;
-    q.gref = c.rx_pool->ref(slot);
-    c.rx_posted[idx & kRingMask] = static_cast<uint16_t>(slot);
-    c.rx.commit_request();
+    q.gref = refs[ids[i]];
+    posted[idx & kRingMask] = static_cast<uint16_t>(ids[i]);
   }
+  c.rx.commit_requests(got);
   count(kCounter_rx_refills);
   const bool need = c.rx.push_requests_and_check_notify();
   if (need && active_.load(std::memory_order_relaxed)) notify(c.rx_port);
@@ -540,7 +639,152 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
   // it; in event mode it runs only for an event that fired, so the transmit
   // path never consumes a response the backend's event was raised for.
   bool reclaimed = false;
-  if (c.tx.free_requests() < kMaxTxSlots || c.tx_pool->available() < kMaxTxSlots) {
+  auto reclaim = [&] {
+    reclaimed = true;
+    if (mode() == QueueMode::kPoll) {
+      handle_tx_responses();
+    } else {
+      process_events();
+    }
+  };
+  if (c.tx.free_requests() < kMaxTxSlots || c.tx_pool->available() < kMaxTxSlots) reclaim();
+  if (broken_.load(std::memory_order_relaxed)) {
+    leave();
+    return 0;
+  }
+
+  // Hot state in locals for the burst; counters summed and stored once.
+  // Stores into the shared ring and the slot pages may alias any member, so
+  // the ring index and the slot ids live in locals too: the fast path takes
+  // slot ids from the pool in bulk (as many as the ring has room for) and
+  // commits its requests to the ring once, before any other code looks.
+  // Few live values, so that the loop keeps them all in registers.
+  BufferPool& pool = *c.tx_pool;
+  netif::TxFrontRing& ring = c.tx;
+  TxSlot* const slots = c.tx_slots.data();
+  uint8_t* const pool_lo = pool.data(0);
+  const uintptr_t pool_bytes = uintptr_t{pool.size()} * kPageSize;
+  const grant_ref_t* const refs = pool.refs();
+  const uint32_t prod0 = ring.req_prod_pvt();
+  const size_t n = pkts.size();
+  uint64_t bytes = 0;
+  uint32_t refused = 0;
+  bool ring_full = false;
+  uint32_t ids[kTxIdBatch];
+  uint32_t* id = ids;  // [id, id_end): taken from the pool, not yet used
+  uint32_t* id_end = ids;
+  uint32_t prod = prod0;
+  auto sync = [&] {
+    ring.commit_requests(prod - ring.req_prod_pvt());
+    pool.free_bulk(id, static_cast<uint32_t>(id_end - id));
+    id = id_end = ids;
+  };
+
+  size_t done = 0;
+  for (; done < n; ++done) {
+    const TxPacket& p = pkts[done];
+    // Fast path: one segment that fits a page and is not one of our lent
+    // pages: one copy, one request (netif.h: a single slot whose size is
+    // the packet's length).
+    if (p.nsegs == 1) {
+      const uint8_t* d = static_cast<const uint8_t*>(p.segs[0].data);
+      const uint32_t len = p.segs[0].len;
+      const bool lent =
+          reinterpret_cast<uintptr_t>(d) - reinterpret_cast<uintptr_t>(pool_lo) < pool_bytes;
+      if (len - 1u < kPageSize && !lent) [[likely]] {
+        if (id == id_end) {
+          sync();
+          if ((ring.full() || pool.available() == 0) && !reclaimed) reclaim();
+          const uint32_t want = static_cast<uint32_t>(
+              std::min<size_t>({kTxIdBatch, n - done, size_t{ring.free_requests()}}));
+          const uint32_t got =
+              broken_.load(std::memory_order_relaxed) ? 0 : pool.alloc_bulk(ids, want);
+          id_end = ids + got;
+          prod = ring.req_prod_pvt();
+          if (got == 0) {
+            ring_full = true;
+            break;
+          }
+        }
+        const uint32_t slot = *id++;
+        copy_packet(pool_lo + size_t{slot} * kPageSize, d, len);
+        netif::TxRequest& q = ring.request_at(prod++);
+        q.gref = refs[slot];
+        q.offset = 0;
+        q.flags = 0;
+        q.id = static_cast<uint16_t>(slot);
+        q.size = static_cast<uint16_t>(len);
+        slots[slot] = TxSlot{true, true, false};
+        bytes += len;
+        continue;
+      }
+    }
+    // General path: several segments, more than a page, or lent pages.
+    sync();
+    const TxOne r = transmit_one(p, reclaimed);
+    reclaimed = r.reclaimed;
+    prod = ring.req_prod_pvt();
+    if (r.status < 0) {
+      ring_full = true;
+      break;
+    }
+    if (r.status == 0) {
+      ++refused;  // can never be sent: refused (counted), not retried
+    } else {
+      bytes += r.len;
+    }
+    if (broken_.load(std::memory_order_relaxed)) {
+      ++done;
+      break;
+    }
+  }
+  sync();
+  const uint32_t committed = ring.req_prod_pvt() - prod0;
+  const uint64_t packets = done - refused;
+  c.tx_in_flight += committed;
+  if (packets) count(kCounter_tx_packets, packets);
+  if (bytes) count(kCounter_tx_bytes, bytes);
+  if (refused) count(kCounter_tx_dropped, refused);
+  if (ring_full) count(kCounter_ring_full);
+  // At most one notification per burst, and only when the backend asked.
+  if (committed && ring.push_requests_and_check_notify()) notify(c.tx_port);
+  leave();
+  return static_cast<uint16_t>(done);
+}
+
+// One packet by the general rules. status 1 when queued, 0 when refused
+// (it can never be sent), -1 when the ring or the pool has no room.
+QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
+  Conn& c = *conn_;
+  uint64_t len = 0;
+  for (uint16_t i = 0; i < p.nsegs; ++i)
+    len += p.segs[i].len;
+  if (len == 0 || len > kMaxPacketLen || p.nsegs == 0) return {0, 0, 0, reclaimed};
+  // Zero-copy when every segment is a page lent by tx_buffer() and lies
+  // within it: the request names that page's grant directly. The first
+  // slot must carry the whole Ethernet header: netback drops a packet whose
+  // first slot has fewer than 14 bytes of its own.
+  bool zero_copy = p.nsegs <= kMaxTxSlots;
+  uint32_t zslots[kMaxTxSlots];
+  uint32_t zoffs[kMaxTxSlots];
+  for (uint16_t i = 0; zero_copy && i < p.nsegs; ++i) {
+    uint32_t slot = 0, off = 0;
+    zero_copy = c.tx_pool->locate(p.segs[i].data, &slot, &off) && c.tx_slots[slot].lent &&
+                off + p.segs[i].len <= kPageSize && p.segs[i].len >= (i == 0 ? 14u : 1u);
+    for (uint16_t j = 0; zero_copy && j < i; ++j)
+      zero_copy = zslots[j] != slot;
+    zslots[i] = slot;
+    zoffs[i] = off;
+  }
+  const uint32_t nslots =
+      zero_copy ? p.nsegs : static_cast<uint32_t>((len + kPageSize - 1) / kPageSize);
+  // More than XEN_NETIF_NR_SLOTS_MIN slots, or several slots for a backend
+  // without feature-sg: never sendable.
+  if (nslots > kMaxTxSlots || (nslots > 1 && !c.sg)) return {0, 0, 0, reclaimed};
+  auto no_room = [&] {
+    return c.tx.free_requests() < nslots || (!zero_copy && c.tx_pool->available() < nslots);
+  };
+  if (no_room() && !reclaimed) {
     reclaimed = true;
     if (mode() == QueueMode::kPoll) {
       handle_tx_responses();
@@ -548,147 +792,102 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
       process_events();
     }
   }
-  uint16_t done = 0;
-  uint32_t committed = 0;
-  for (const TxPacket& p : pkts) {
-    if (broken_.load(std::memory_order_relaxed)) break;
-    uint64_t len = 0;
-    for (uint16_t i = 0; i < p.nsegs; ++i)
-      len += p.segs[i].len;
-    if (len == 0 || len > kMaxPacketLen || p.nsegs == 0) {
-      count(kCounter_tx_dropped);  // can never be sent: refused, not retried
-      ++done;
-      continue;
+  if (no_room() || broken_.load(std::memory_order_relaxed)) return {-1, 0, 0, reclaimed};
+  // netif.h: the first slot's size is the whole packet; NETTXF_more_data on
+  // every slot but the last.
+  if (zero_copy) {
+    for (uint32_t s = 0; s < nslots; ++s) {
+      netif::TxRequest& q = c.tx.next_request();
+      q.gref = c.tx_pool->ref(zslots[s]);
+      q.offset = static_cast<uint16_t>(zoffs[s]);
+      q.flags = s + 1 < nslots ? netif::kTxMoreData : 0;
+      q.id = static_cast<uint16_t>(zslots[s]);
+      q.size = static_cast<uint16_t>(s == 0 ? len : p.segs[s].len);
+      c.tx_slots[zslots[s]] = TxSlot{true, s == 0, false};
+      c.tx.commit_request();
     }
-    // Zero-copy when every segment is a page lent by tx_buffer() and lies
-    // within it: the request names that page's grant directly.
-    bool zero_copy = p.nsegs <= kMaxTxSlots;
-    uint32_t zslots[kMaxTxSlots];
-    uint32_t zoffs[kMaxTxSlots];
-    for (uint16_t i = 0; zero_copy && i < p.nsegs; ++i) {
-      uint32_t slot = 0, off = 0;
-      // The first slot must carry the whole Ethernet header: netback drops
-      // a packet whose first slot has fewer than 14 bytes of its own.
-      zero_copy = c.tx_pool->locate(p.segs[i].data, &slot, &off) && c.tx_slots[slot].lent &&
-                  off + p.segs[i].len <= kPageSize && p.segs[i].len >= (i == 0 ? 14u : 1u);
-      for (uint16_t j = 0; zero_copy && j < i; ++j)
-        zero_copy = zslots[j] != slot;
-      zslots[i] = slot;
-      zoffs[i] = off;
-    }
-    const uint32_t nslots =
-        zero_copy ? p.nsegs : static_cast<uint32_t>((len + kPageSize - 1) / kPageSize);
-    if (nslots > kMaxTxSlots || (nslots > 1 && !c.sg)) {
-      // More than XEN_NETIF_NR_SLOTS_MIN slots, or several slots for a
-      // backend without feature-sg.
-      count(kCounter_tx_dropped);
-      ++done;
-      continue;
-    }
-    auto no_room = [&] {
-      return c.tx.free_requests() < nslots || (!zero_copy && c.tx_pool->available() < nslots);
-    };
-    if (no_room() && !reclaimed) {
-      // Answered requests may be waiting: reclaim once more (the same rule
-      // as above: the handler, directly in poll mode, on an event otherwise).
-      reclaimed = true;
-      if (mode() == QueueMode::kPoll) {
-        handle_tx_responses();
-      } else {
-        process_events();
-      }
-    }
-    if (no_room()) {
-      count(kCounter_ring_full);
-      break;
-    }
-    // netif.h: the first slot's size is the whole packet; NETTXF_more_data
-    // on every slot but the last.
-    if (zero_copy) {
-      for (uint32_t s = 0; s < nslots; ++s) {
-        netif::TxRequest& q = c.tx.next_request();
-        q.gref = c.tx_pool->ref(zslots[s]);
-        q.offset = static_cast<uint16_t>(zoffs[s]);
-        q.flags = s + 1 < nslots ? netif::kTxMoreData : 0;
-        q.id = static_cast<uint16_t>(zslots[s]);
-        q.size = static_cast<uint16_t>(s == 0 ? len : p.segs[s].len);
-        c.tx_slots[zslots[s]] = TxSlot{true, s == 0, false};
-        c.tx.commit_request();
-      }
-    } else {
-      uint16_t seg = 0;
-      uint32_t seg_off = 0;
-      uint64_t left = len;
-      for (uint32_t s = 0; s < nslots; ++s) {
-        uint32_t slot = 0;
-        c.tx_pool->alloc(&slot);
-        uint8_t* page = c.tx_pool->data(slot);
-        const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(left, kPageSize));
-        // Gather `chunk` bytes from the segments into the page.
-        uint32_t filled = 0;
-        while (filled < chunk) {
-          const TxSegment& sg = p.segs[seg];
-          const uint32_t n = std::min(chunk - filled, sg.len - seg_off);
-          std::memcpy(page + filled, static_cast<const uint8_t*>(sg.data) + seg_off, n);
-          filled += n;
-          seg_off += n;
-          if (seg_off == sg.len) {
-            ++seg;
-            seg_off = 0;
-          }
+  } else {
+    uint16_t seg = 0;
+    uint32_t seg_off = 0;
+    uint64_t left = len;
+    for (uint32_t s = 0; s < nslots; ++s) {
+      uint32_t slot = 0;
+      c.tx_pool->alloc(&slot);
+      uint8_t* page = c.tx_pool->data(slot);
+      const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(left, kPageSize));
+      // Gather `chunk` bytes from the segments into the page.
+      uint32_t filled = 0;
+      while (filled < chunk) {
+        const TxSegment& sg = p.segs[seg];
+        const uint32_t n = std::min(chunk - filled, sg.len - seg_off);
+        std::memcpy(page + filled, static_cast<const uint8_t*>(sg.data) + seg_off, n);
+        filled += n;
+        seg_off += n;
+        if (seg_off == sg.len) {
+          ++seg;
+          seg_off = 0;
         }
-        left -= chunk;
-        netif::TxRequest& q = c.tx.next_request();
-        q.gref = c.tx_pool->ref(slot);
-        q.offset = 0;
-        q.flags = s + 1 < nslots ? netif::kTxMoreData : 0;
-        q.id = static_cast<uint16_t>(slot);
-        q.size = static_cast<uint16_t>(s == 0 ? len : chunk);
-        c.tx_slots[slot] = TxSlot{true, s == 0, false};
-        c.tx.commit_request();
       }
+      left -= chunk;
+      netif::TxRequest& q = c.tx.next_request();
+      q.gref = c.tx_pool->ref(slot);
+      q.offset = 0;
+      q.flags = s + 1 < nslots ? netif::kTxMoreData : 0;
+      q.id = static_cast<uint16_t>(slot);
+      q.size = static_cast<uint16_t>(s == 0 ? len : chunk);
+      c.tx_slots[slot] = TxSlot{true, s == 0, false};
+      c.tx.commit_request();
     }
-    c.tx_in_flight += nslots;
-    committed += nslots;
-    count(kCounter_tx_packets);
-    count(kCounter_tx_bytes, len);
-    ++done;
   }
-  // At most one notification per burst, and only when the backend asked.
-  if (committed && c.tx.push_requests_and_check_notify()) notify(c.tx_port);
-  leave();
-  return done;
+  return {1, nslots, static_cast<uint32_t>(len), reclaimed};
 }
 
 uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
   if (!enter()) return 0;
   Conn& c = *conn_;
+  uint16_t n = 0;
+  uint64_t bytes = 0;
+  auto deliver_staged = [&] {
+    RxFragment frags[kMaxRxFrags];
+    BufferPool& pool = *c.rx_pool;
+    while (n < max && c.staged_tail != c.staged_head) {
+      const RxStaged& s = c.staged[c.staged_tail % kRxPoolSlots];
+      for (uint16_t f = 0; f < s.nfrags; ++f) {
+        const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
+        frags[f] = {pool.data(fr.slot) + fr.offset, fr.len};
+      }
+      const RxPacket pkt{frags, s.nfrags, s.len, s.flags};
+      if (!fn(ctx, pkt)) return false;
+      for (uint16_t f = 0; f < s.nfrags; ++f) {
+        pool.free(c.frags[(s.first_frag + f) % kRxPoolSlots].slot);
+      }
+      c.frag_tail += s.nfrags;
+      bytes += s.len;
+      ++c.staged_tail;
+      ++n;
+    }
+    return true;
+  };
   if (!broken_.load(std::memory_order_relaxed)) {
     if (mode() == QueueMode::kPoll) {
-      handle_rx_responses();
+      // Older packets first; then the handler, which delivers what it finds
+      // straight to the caller while the caller has room.
+      if (deliver_staged() && n < max) {
+        Direct d{fn, ctx, max, n, 0};
+        handle_rx_responses(&d);
+        n = d.n;
+        bytes += d.bytes;
+        if (n < max) deliver_staged();  // multi-slot packets it staged
+      }
     } else {
       eventfd_drain(kick_.get());
       process_events();
+      if (!broken_.load(std::memory_order_relaxed)) deliver_staged();
     }
   }
-  uint16_t n = 0;
-  RxFragment frags[kMaxRxFrags];
-  while (n < max && c.staged_tail != c.staged_head && !broken_.load(std::memory_order_relaxed)) {
-    const RxStaged& s = c.staged[c.staged_tail % kRxPoolSlots];
-    for (uint16_t f = 0; f < s.nfrags; ++f) {
-      const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
-      frags[f] = {c.rx_pool->data(fr.slot) + fr.offset, fr.len};
-    }
-    const RxPacket pkt{frags, s.nfrags, s.len, s.flags};
-    if (!fn(ctx, pkt)) break;
-    for (uint16_t f = 0; f < s.nfrags; ++f) {
-      c.rx_pool->free(c.frags[(s.first_frag + f) % kRxPoolSlots].slot);
-    }
-    c.frag_tail += s.nfrags;
-    count(kCounter_rx_packets);
-    count(kCounter_rx_bytes, s.len);
-    ++c.staged_tail;
-    ++n;
+  if (n) {
+    count(kCounter_rx_packets, n);
+    count(kCounter_rx_bytes, bytes);
   }
   if (!broken_.load(std::memory_order_relaxed)) refill_rx(false);
   leave();

@@ -105,10 +105,10 @@ class QueueImpl {
 
  private:
   struct Conn;
-  struct TxSlot {
-    bool in_flight = false;  // a request naming this slot awaits its response
-    bool head = false;       // the first slot of its packet
-    bool lent = false;       // handed to the caller by tx_buffer()
+  struct TxSlot {                // one byte: the data path writes it with one store
+    bool in_flight : 1 = false;  // a request naming this slot awaits its response
+    bool head : 1 = false;       // the first slot of its packet
+    bool lent : 1 = false;       // handed to the caller by tx_buffer()
   };
   struct RxFrag {
     uint16_t slot;
@@ -141,9 +141,26 @@ class QueueImpl {
   }
   void leave() { unlock(); }
 
+  struct TxOne {
+    int status;      // 1 queued, 0 refused (never sendable), -1 no room
+    uint32_t slots;  // requests it took
+    uint32_t len;    // its bytes
+    bool reclaimed;  // whether the handler has run for this burst
+  };
+  TxOne transmit_one(const TxPacket& p, bool reclaimed);
   bool handle_responses();  // both rings; the event handler
   bool handle_tx_responses();
-  bool handle_rx_responses();
+  // Poll-mode receive hands complete single-slot packets straight to its
+  // caller while it has room (no staging).
+  struct Direct {
+    Queue::Deliver fn;
+    void* ctx;
+    uint16_t max;
+    uint16_t n;
+    uint64_t bytes;
+  };
+  bool handle_rx_responses(Direct* direct = nullptr);
+  bool rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot);
   void refill_rx(bool force);
   void rearm_tx();
   void sync_events();

@@ -150,6 +150,11 @@ class FrontRing {
   // advance with commit_request().
   Req& next_request() { return entries_[req_prod_pvt_ & Layout::kMask].req; }
   void commit_request() { ++req_prod_pvt_; }
+  // Bulk form: fill the entries of ring indices req_prod_pvt() .. +n-1 (n at
+  // most free_requests()), then commit them at once. The caller keeps the
+  // index in a register instead of reloading it after every entry store.
+  Req& request_at(uint32_t idx) { return entries_[idx & Layout::kMask].req; }
+  void commit_requests(uint32_t n) { req_prod_pvt_ += n; }
   uint32_t req_prod_pvt() const { return req_prod_pvt_; }
   uint32_t unpushed() const { return req_prod_pvt_ - req_pushed_; }
 
@@ -178,6 +183,14 @@ class FrontRing {
   // Copies out the next response (call only while available_responses()
   // counted one), and advances the consumer index.
   Rsp take_response() { return copy_once(&entries_[rsp_cons_++ & Layout::kMask].rsp); }
+  // Bulk form: copy out the k-th available response (from rsp_cons()), then
+  // consume all that were handled at once.
+  Rsp response(uint32_t k) const {
+    return copy_once(&entries_[(rsp_cons_ + k) & Layout::kMask].rsp);
+  }
+  // Same, by ring index (rsp_cons() + k), for loops that keep the index local.
+  Rsp response_at(uint32_t idx) const { return copy_once(&entries_[idx & Layout::kMask].rsp); }
+  void consume_responses(uint32_t n) { rsp_cons_ += n; }
   uint32_t rsp_cons() const { return rsp_cons_; }
 
   // RING_FINAL_CHECK_FOR_RESPONSES: when nothing is pending, ask to be
