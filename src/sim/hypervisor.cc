@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <thread>
 
 namespace xpv::sim {
 
@@ -22,6 +23,37 @@ static_assert(kGntOkay == GNTST_okay && kGntGeneralError == GNTST_general_error 
 static_assert(sizeof(GrantEntry) == sizeof(grant_entry_v1_t));
 static_assert(kFirstGrantRef == GNTTAB_NR_RESERVED_ENTRIES);
 
+namespace {
+// The lock of a few active grant entries. Held for a handful of instructions
+// (a pin count and a flag word), so a spinlock like Xen's own active-entry
+// lock: a mutex's lock and unlock cost more than the section they guard, and
+// every grant copy takes two. Yields the core after a while (the holder may
+// be descheduled on a busy machine).
+class PinLock {
+ public:
+  void lock() {
+    for (uint32_t spins = 0; flag_.exchange(true, std::memory_order_acquire); ++spins) {
+      while (flag_.load(std::memory_order_relaxed)) {
+        if (++spins > 64) {
+          std::this_thread::yield();
+          spins = 0;
+        } else {
+#if defined(__x86_64__) || defined(__i386__)
+          __builtin_ia32_pause();
+#endif
+        }
+      }
+    }
+  }
+  void unlock() {
+    flag_.store(false, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+}  // namespace
+
 struct Hypervisor::Domain {
   domid_t id = 0;
   std::atomic<bool> alive{true};
@@ -35,10 +67,10 @@ struct Hypervisor::Domain {
   // hypervisor's control mutex.
   std::vector<uint32_t> readers;
   std::vector<uint32_t> writers;
-  std::array<std::mutex, 64> pin_locks;
+  std::array<PinLock, 64> pin_locks;
   uint32_t maps = 0;  // live GrantMappings of this domain's pages (under mu_)
 
-  std::mutex& pin_lock(grant_ref_t ref) { return pin_locks[ref % pin_locks.size()]; }
+  PinLock& pin_lock(grant_ref_t ref) { return pin_locks[ref % pin_locks.size()]; }
 
   GrantEntry* entries() { return reinterpret_cast<GrantEntry*>(gnttab.data()); }
   uint32_t nr_grants() const { return static_cast<uint32_t>(readers.size()); }
