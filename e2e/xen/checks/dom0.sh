@@ -64,7 +64,13 @@ action_echo() {
 import select, socket, struct, sys, time
 ifc, dst, n = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3])
 src = bytes.fromhex('020000000001')
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b5))
+# ETH_P_ALL, not 0x88b5: the vif is a bridge port, and the bridge's rx handler takes every
+# frame before protocol-specific packet sockets see it; ETH_P_ALL taps come first.
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+# Room for every reply (SO_RCVBUFFORCE: beyond rmem_max, we are root), and not our own
+# frames going out (PACKET_IGNORE_OUTGOING).
+s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)
+s.setsockopt(263, 23, 1)
 s.bind((ifc, 0))
 seen = set()
 def drain(timeout):
@@ -93,9 +99,10 @@ action_detach() {
     xl network-detach domu "$1"
 }
 action_attach() {
-    local script=''
-    [[ $XPV_DOMU_HOTPLUG == lean ]] && script=",script=$XPV_CHECKS_DIR/hotplug/vif-bridge"
-    xl network-attach domu "bridge=xenbr0,mac=$2,devid=$1$script" && ip link set "vif$XPV_DOMID.$1" mtu 9000
+    # xl takes the vifspec as one key=value per argument (not comma-joined as in a cfg file).
+    local spec=(bridge=xenbr0 "mac=$2" "devid=$1")
+    [[ $XPV_DOMU_HOTPLUG == lean ]] && spec+=("script=$XPV_CHECKS_DIR/hotplug/vif-bridge")
+    xl network-attach domu "${spec[@]}" && ip link set "vif$XPV_DOMID.$1" mtu 9000
 }
 
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
