@@ -1,0 +1,911 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""xpv benchmark report: reads what scripts/bench.sh measured, writes
+latest.json, report.md and PNG plots (gnuplot), prints the summary table.
+
+    python3 bench/report.py --logs build/bench-logs --out bench/results
+    python3 bench/report.py --rate TESTPMD_LOG Rx-pps        (one run's median)
+    python3 bench/report.py --nbprof CALLGRIND NETBACK_JSON tx|rx
+
+Every number comes from the logs of the run; nothing here is a result.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgprof  # noqa: E402
+
+# The targets (the brief's, in one place).
+TARGET_RATIO_64 = 1.0
+TARGET_INSTR_B32 = 100
+TARGET_SPURIOUS_PCT = 0.05
+TARGET_NOTIFIES_PER_PKT = 1 / 16
+SIZES = (64, 256, 1500)
+BURSTS = (1, 8, 32)
+
+
+# ---------------------------------------------------------------------------
+# Parsing.
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def pps_samples(log, field, warm=1):
+    """testpmd's per-second rates of one field, forwarding seconds only.
+
+    Leading zeros (before forwarding or the link came up) are dropped, then
+    `warm` samples (the first covers the start, partly idle; the next ones
+    the ramp-up), and the last one (it may overlap the stop of the peer)."""
+    vals = [int(x) for x in re.findall(re.escape(field) + r":\s+(\d+)", read(log))]
+    i = 0
+    while i < len(vals) and vals[i] == 0:
+        i += 1
+    return vals[i + max(1, warm):-1]
+
+
+def median_mpps(samples):
+    return statistics.median(samples) / 1e6 if samples else None
+
+
+def xstats(log):
+    """The last value testpmd printed for each xstat (cumulative)."""
+    out = {}
+    for name, val in re.findall(r"^\s+((?:rx_|tx_)?q\d+_[a-z_]+)\s+(\d+)\s+\d+\s*$", read(log), re.M):
+        out[name] = int(val)
+    return out
+
+
+def forward_totals(log):
+    """testpmd's final per-port totals (RX-packets, TX-packets)."""
+    t = read(log)
+    m = re.search(r"Forward statistics for port 0.*?RX-packets:\s+(\d+).*?TX-packets:\s+(\d+)", t, re.S)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def fmt(v, spec=".3f", none="n/a"):
+    if v is None:
+        return none
+    return format(v, spec)
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+# ---------------------------------------------------------------------------
+# One-liners for scripts/bench.sh's progress output.
+
+def cmd_rate(log, field, warm=1):
+    s = pps_samples(log, field, warm)
+    if not s:
+        print("no samples")
+        return 1
+    print(f"{median_mpps(s):.3f} Mpps (median of {len(s)} per-second samples, "
+          f"min {min(s) / 1e6:.3f}, max {max(s) / 1e6:.3f})")
+    return 0
+
+
+def nb_packets(nbjson, direction):
+    d = load_json(nbjson) or {}
+    t = d.get("totals", {})
+    return t.get("tx_packets" if direction == "tx" else "rx_packets", 0)
+
+
+def cmd_nbprof(out, nbjson, direction):
+    n = nb_packets(nbjson, direction)
+    if not n or not os.path.exists(out):
+        print("no packets or no profile")
+        return 1
+    p = cgprof.profile(out, n, top=3)
+    top = ", ".join(f"{f['function']} {f['per_packet']:.0f}" for f in p["functions_self"][:3])
+    print(f"{p['per_packet']:.0f} instructions/packet over {n} packets (top: {top})")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The whole report.
+
+def machine_info(root, build):
+    def pkgver(p):
+        return sh(f"dpkg-query -W -f='${{Version}}' {p} 2>/dev/null")
+    lscpu = sh("lscpu")
+
+    def lscpu_field(k):
+        m = re.search(r"^" + re.escape(k) + r":\s+(.*)$", lscpu, re.M)
+        return m.group(1).strip() if m else ""
+    mem = re.search(r"MemTotal:\s+(\d+)", read("/proc/meminfo"))
+    perf = sh("perf stat -x, -e instructions true 2>&1 >/dev/null | head -1")
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "cpu_model": lscpu_field("Model name"),
+        "cpus": os.cpu_count(),
+        "hypervisor": lscpu_field("Hypervisor vendor"),
+        "mem_total_mib": int(mem.group(1)) // 1024 if mem else None,
+        "os": sh(". /etc/os-release 2>/dev/null && echo $PRETTY_NAME"),
+        "dpdk": pkgver("dpdk"),
+        "libbenchmark": pkgver("libbenchmark-dev"),
+        "valgrind": sh("valgrind --version"),
+        "gxx": sh("g++ --version | head -1"),
+        "meson": sh("meson --version"),
+        "python": platform.python_version(),
+        "gnuplot": sh("gnuplot --version"),
+        "perf_counters": "unavailable" if ("not supported" in perf or not perf) else "available",
+        "git_commit": sh(f"git -C {root} rev-parse --short HEAD"),
+        "git_dirty_files": len([x for x in sh(f"git -C {root} status --porcelain").splitlines() if x]),
+        "build_type": sh(f"meson introspect --buildoptions {build} 2>/dev/null | python3 -c "
+                         "'import json,sys; print([o[\"value\"] for o in json.load(sys.stdin) "
+                         "if o[\"name\"]==\"buildtype\"][0])'"),
+    }
+
+
+def collect(logs, root):
+    runs = []
+    with open(os.path.join(logs, "manifest.jsonl")) as f:
+        for line in f:
+            if line.strip():
+                runs.append(json.loads(line))
+    R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
+         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}}
+    for r in runs:
+        k = r["kind"]
+        if k == "throughput":
+            size = int(r["size"])
+            s = pps_samples(r["log"], r["field"], int(r.get("warm", 1)))
+            key = f"{r['setup']}_{r['dir']}"
+            entry = {"mpps": median_mpps(s), "samples": len(s), "zero_seconds": sum(1 for x in s if x == 0),
+                     "min_mpps": min(s) / 1e6 if s else None,
+                     "max_mpps": max(s) / 1e6 if s else None, "log": os.path.basename(r["log"])}
+            if r["setup"] == "xenpv":
+                xs = xstats(r["log"])
+                entry["ring_full"] = xs.get("q0_ring_full")
+                entry["notifies"] = xs.get("q0_notifies")
+                entry["tx_packets"] = xs.get("tx_q0_packets")
+                entry["rx_packets"] = xs.get("rx_q0_packets")
+                nb = load_json(r.get("netback", "")) or {}
+                entry["netback_totals"] = nb.get("totals")
+            R["throughput"].setdefault(size, {})[key] = entry
+            if size == 64:
+                R["series_64"][key] = s
+        elif k == "callgrind":
+            p = cgprof.profile(r["out"], int(r["packets"]), root=root, top=12)
+            R["callgrind"][(r["dir"], int(r["burst"]), int(r["size"]))] = p
+        elif k == "micro":
+            d = load_json(r["out"]) or {}
+            for b in d.get("benchmarks", []):
+                if b.get("aggregate_name") != "median":
+                    continue
+                m = re.match(r"BM_(Tx|Rx)/burst:(\d+)/size:(\d+)", b.get("run_name", b["name"]))
+                if not m:
+                    continue
+                R["micro"][(m.group(1).lower(), int(m.group(2)), int(m.group(3)))] = {
+                    "tsc_per_pkt": b.get("tsc_per_pkt"), "ns_per_pkt": b.get("ns_per_pkt"),
+                    "tsc_per_pkt_raw": b.get("tsc_per_pkt_raw"), "timer_tsc": b.get("timer_tsc"),
+                    "tsc_ghz": b.get("tsc_ghz"), "discarded_calls": b.get("discarded_calls"),
+                }
+            R["micro_context"] = d.get("context", {})
+        elif k == "event":
+            pg = load_json(r["pktgen"]) or {}
+            nb = (load_json(r.get("netback", "")) or {}).get("totals", {})
+            tx = pg.get("tx_packets") or 0
+            ev = pg.get("events")
+            R["events"][r["name"]] = {
+                "args": r.get("args", ""),
+                "ok": r.get("rc") == "0" and bool(pg),
+                "seconds": pg.get("seconds"),
+                "pps": pg.get("pps"),
+                "tx_packets": tx,
+                "rx_packets": pg.get("rx_packets"),
+                "events": ev,
+                "spurious_events": pg.get("spurious_events"),
+                "delayed_eois": pg.get("delayed_eois"),
+                "notifies": pg.get("notifies"),
+                "ring_full": pg.get("ring_full"),
+                "tx_reaped_in_xmit": pg.get("tx_reaped_in_xmit"),
+                "events_per_pkt": ev / tx if tx and ev is not None else None,
+                "notifies_per_pkt": pg["notifies"] / tx if tx and "notifies" in pg else None,
+                "spurious_pct": 100.0 * pg["spurious_events"] / ev if ev else (0.0 if ev == 0 else None),
+                "netback_events": nb.get("events"),
+                "netback_spurious_events": nb.get("spurious_events"),
+                "netback_notifies": nb.get("notifies_sent"),
+                "netback_faults_injected": nb.get("faults_injected"),
+            }
+        elif k == "mq":
+            nq = int(r["queues"])
+            s = pps_samples(r["log"], "Rx-pps", int(r.get("warm", 1)))
+            xs = xstats(r["log"])
+            perq = [xs.get(f"rx_q{q}_packets") for q in range(nq)]
+            notif = sum(xs.get(f"q{q}_notifies", 0) for q in range(nq))
+            txp = sum(xs.get(f"tx_q{q}_packets", 0) for q in range(nq))
+            R["mq"][nq] = {"mpps": median_mpps(s), "samples": len(s),
+                           "min_mpps": min(s) / 1e6 if s else None, "max_mpps": max(s) / 1e6 if s else None,
+                           "zero_seconds": sum(1 for x in s if x == 0),
+                           "per_queue_rx_packets": perq,
+                           "notifies_per_pkt": notif / txp if txp else None,
+                           "ring_full": sum(xs.get(f"q{q}_ring_full", 0) for q in range(nq)),
+                           "spurious_events": sum(xs.get(f"q{q}_spurious_events", 0) for q in range(nq))}
+        elif k == "nbprof":
+            n = nb_packets(r["netback"], r["dir"])
+            if n and os.path.exists(r["out"]):
+                R["nbprof"][r["dir"]] = cgprof.profile(r["out"], n, root=root, top=10)
+        elif k == "e2e":
+            if r.get("log"):
+                lines = [l for l in read(r["log"]).splitlines() if "pps" in l]
+                R["e2e"] = {"lines": lines, "mtime": r.get("mtime")}
+            else:
+                R["e2e"] = None
+        elif k == "load":
+            R["load"][r["when"]] = r["loadavg"]
+    return R
+
+
+def summarise(R, machine, started, failed):
+    J = {"generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+         "bench_seconds": int(datetime.datetime.now().timestamp()) - started if started else None,
+         "failed_measurements": failed, "machine": machine, "load_average": R["load"]}
+    # Throughput.
+    for size in SIZES:
+        t = R["throughput"].get(size, {})
+        g = lambda k: (t.get(k) or {}).get("mpps")  # noqa: E731
+        xt, xr, ma, mb = g("xenpv_tx"), g("xenpv_rx"), g("memif_a2b"), g("memif_b2a")
+        J[f"xenpv_tx_mpps_{size}"] = xt
+        J[f"xenpv_rx_mpps_{size}"] = xr
+        J[f"memif_a2b_mpps_{size}"] = ma
+        J[f"memif_b2a_mpps_{size}"] = mb
+        # Each way must hold: the slower xenpv direction against the slower
+        # memif direction (the per-direction ratios are reported too).
+        xv = min(x for x in (xt, xr) if x is not None) if (xt is not None and xr is not None) else None
+        mv = min(x for x in (ma, mb) if x is not None) if (ma is not None and mb is not None) else None
+        J[f"xenpv_mpps_{size}"] = xv
+        J[f"memif_mpps_{size}"] = mv
+        J[f"ratio_{size}"] = xv / mv if xv is not None and mv else None
+        J[f"ratio_tx_{size}"] = xt / ma if xt is not None and ma else None
+        J[f"ratio_rx_{size}"] = xr / mb if xr is not None and mb else None
+        for d in ("tx", "rx"):
+            e = t.get(f"xenpv_{d}") or {}
+            J[f"xenpv_{d}_ring_full_{size}"] = e.get("ring_full")
+    # Per-packet cost.
+    for (d, b, s), p in sorted(R["callgrind"].items()):
+        J[f"{d}_instr_per_pkt_b{b}" + ("" if s == 64 else f"_s{s}")] = round(p["per_packet"], 2)
+    for (d, b, s), m in sorted(R["micro"].items()):
+        sfx = "" if s == 64 else f"_s{s}"
+        J[f"{d}_tsc_cycles_per_pkt_b{b}{sfx}"] = round(m["tsc_per_pkt"], 2) if m["tsc_per_pkt"] is not None else None
+        J[f"{d}_ns_per_pkt_b{b}{sfx}"] = round(m["ns_per_pkt"], 3) if m["ns_per_pkt"] is not None else None
+    anym = next(iter(R["micro"].values()), None)
+    J["tsc_ghz"] = round(anym["tsc_ghz"], 4) if anym and anym.get("tsc_ghz") else None
+    # Events.
+    ev = R["events"].get("event") or {}
+    late = R["events"].get("event-late-tx-rsp") or {}
+    J["events_per_pkt"] = ev.get("events_per_pkt")
+    J["spurious_pct"] = ev.get("spurious_pct")
+    J["notifies_per_pkt"] = ev.get("notifies_per_pkt")
+    J["delayed_eois"] = ev.get("delayed_eois")
+    J["event_mode_pps"] = ev.get("pps")
+    J["late_tx_rsp_events_per_pkt"] = late.get("events_per_pkt")
+    J["late_tx_rsp_spurious_pct"] = late.get("spurious_pct")
+    J["late_tx_rsp_notifies_per_pkt"] = late.get("notifies_per_pkt")
+    J["late_tx_rsp_delayed_eois"] = late.get("delayed_eois")
+    J["late_tx_rsp_pps"] = late.get("pps")
+    J["event_runs"] = R["events"]
+    # Multi-queue.
+    for nq, m in sorted(R["mq"].items()):
+        J[f"mq_mpps_q{nq}"] = m["mpps"]
+        J[f"mq_notifies_per_pkt_q{nq}"] = m["notifies_per_pkt"]
+        J[f"mq_per_queue_rx_packets_q{nq}"] = m["per_queue_rx_packets"]
+    # What bounds throughput.
+    for d, p in R["nbprof"].items():
+        J[f"netback_{d}_instr_per_pkt"] = round(p["per_packet"], 1)
+    J["e2e_xen_pps_lines"] = R["e2e"]["lines"] if R["e2e"] else None
+    J["e2e_xen"] = ("not run" if R["e2e"] is None else
+                    "not run (e2e.log has no line containing 'pps')" if not R["e2e"]["lines"] else "ran")
+    J["throughput"] = {str(k): v for k, v in R["throughput"].items()}
+    J["throughput_series_64_pps"] = R["series_64"]
+    J["profiles"] = {f"{d}_b{b}_s{s}": {k: p[k] for k in ("per_packet", "functions_self",
+                                                          "function_by_source", "lines")}
+                     for (d, b, s), p in R["callgrind"].items() if b == 32}
+    J["netback_profiles"] = {d: {k: p[k] for k in ("per_packet", "functions_self", "lines")}
+                             for d, p in R["nbprof"].items()}
+    # Targets.
+    def tgt(name, value, op, limit, shown, met=None):
+        if met is None:
+            met = None if value is None else (value >= limit if op == ">=" else
+                                              value <= limit if op == "<=" else value < limit)
+        return {"target": name, "value": value, "op": op, "limit": limit, "shown": shown, "met": met}
+    sp_vals = [x for x in (ev.get("spurious_pct"), late.get("spurious_pct")) if x is not None]
+    nt_vals = [x for x in (ev.get("notifies_per_pkt"), late.get("notifies_per_pkt")) if x is not None]
+    J["targets"] = [
+        tgt("64-byte throughput xenpv/memif", J["ratio_64"], ">=", TARGET_RATIO_64,
+            f"{fmt(J['ratio_64'], '.3f')} ({fmt(J['xenpv_mpps_64'])} / {fmt(J['memif_mpps_64'])} Mpps)"),
+        tgt("TX instructions/packet, burst 32", J.get("tx_instr_per_pkt_b32"), "<=", TARGET_INSTR_B32,
+            fmt(J.get("tx_instr_per_pkt_b32"), ".1f")),
+        tgt("RX instructions/packet, burst 32", J.get("rx_instr_per_pkt_b32"), "<=", TARGET_INSTR_B32,
+            fmt(J.get("rx_instr_per_pkt_b32"), ".1f")),
+        tgt("spurious events, % of events (event mode; also late-tx-rsp)",
+            max(sp_vals) if len(sp_vals) == 2 else None, "<", TARGET_SPURIOUS_PCT,
+            f"{fmt(ev.get('spurious_pct'), '.4f')}% (late-tx-rsp {fmt(late.get('spurious_pct'), '.4f')}%)"),
+        tgt("notifies/packet, burst 32 (event mode; also late-tx-rsp)",
+            max(nt_vals) if len(nt_vals) == 2 else None, "<=", TARGET_NOTIFIES_PER_PKT,
+            f"{fmt(ev.get('notifies_per_pkt'), '.4f')} (late-tx-rsp {fmt(late.get('notifies_per_pkt'), '.4f')})"),
+    ]
+    return J
+
+
+# ---------------------------------------------------------------------------
+# Plots (gnuplot).
+
+def has_data(path, cols):
+    """Whether a data file has at least one number in the given columns."""
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                for c in cols:
+                    if len(parts) > c - 1 and parts[c - 1] not in ("NaN",):
+                        try:
+                            float(parts[c - 1])
+                            return True
+                        except ValueError:
+                            pass
+    except OSError:
+        pass
+    return False
+
+
+def gnuplot(script, tmp):
+    path = os.path.join(tmp, "plot.gp")
+    with open(path, "w") as f:
+        f.write(script)
+    r = subprocess.run(["gnuplot", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write("report: gnuplot failed: " + r.stderr[-500:] + "\n")
+        return False
+    return True
+
+
+HEAD = ("set terminal pngcairo noenhanced size 900,480 font 'DejaVu Sans,10'\n"
+        "set style data histograms\nset style histogram clustered gap 1\n"
+        "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset grid ytics\n"
+        "set key top right\n")
+
+
+def num(v):
+    return "NaN" if v is None else repr(float(v))
+
+
+def plots(J, R, out):
+    made = []
+    if not shutil.which("gnuplot"):
+        sys.stderr.write("report: gnuplot not found: no plots\n")
+        return made
+    with tempfile.TemporaryDirectory() as tmp:
+        # Throughput per size.
+        dat = os.path.join(tmp, "tp.dat")
+        with open(dat, "w") as f:
+            for s in SIZES:
+                t = R["throughput"].get(s, {})
+                cols = []
+                for k in ("xenpv_tx", "xenpv_rx", "memif_a2b", "memif_b2a"):
+                    e = t.get(k) or {}
+                    cols += [num(e.get("mpps")), num(e.get("min_mpps")), num(e.get("max_mpps"))]
+                f.write(f"{s}B " + " ".join(cols) + "\n")
+        png = os.path.join(out, "throughput.png")
+        if has_data(dat, (2, 5, 8, 11)) and gnuplot(HEAD + f"set output '{png}'\nset title 'Throughput: median of per-second rates, bars from the slowest to the fastest second (same 2 cores)'\n"
+                   "set style histogram errorbars gap 1 lw 1\n"
+                   "set ylabel 'Mpps'\nset yrange [0:*]\nset xlabel 'frame size'\n"
+                   "set key outside bottom center horizontal maxrows 2\nset xrange [-0.6:2.6]\n"
+                   f"plot '{dat}' using 2:3:4:xtic(1) title 'xenpv TX (testpmd txonly -> netback sink)', "
+                   "'' using 5:6:7 title 'xenpv RX (netback source -> testpmd rxonly)', "
+                   "'' using 8:9:10 title 'memif server -> client', '' using 11:12:13 title 'memif client -> server'\n", tmp):
+            made.append("throughput.png")
+        # 64-byte per-second series.
+        series = R["series_64"]
+        if series:
+            lines = []
+            for i, (k, v) in enumerate(sorted(series.items())):
+                p = os.path.join(tmp, f"s{i}.dat")
+                with open(p, "w") as f:
+                    for j, x in enumerate(v, 1):
+                        f.write(f"{j} {x / 1e6}\n")
+                lines.append(f"'{p}' using 1:2 with linespoints title '{k.replace('_', ' ')}'")
+            png = os.path.join(out, "throughput_64_series.png")
+            if gnuplot("set terminal pngcairo noenhanced size 900,420 font 'DejaVu Sans,10'\n"
+                       f"set output '{png}'\nset title '64-byte frames: per-second rates (noise of this machine)'\n"
+                       "set xlabel 'second'\nset ylabel 'Mpps'\nset yrange [0:*]\nset grid\n"
+                       "set key outside right\nplot " + ", ".join(lines) + "\n", tmp):
+                made.append("throughput_64_series.png")
+        # Instructions per packet.
+        dat = os.path.join(tmp, "instr.dat")
+        with open(dat, "w") as f:
+            for b in BURSTS:
+                f.write(f"{b} {num(J.get(f'tx_instr_per_pkt_b{b}'))} {num(J.get(f'rx_instr_per_pkt_b{b}'))}\n")
+        png = os.path.join(out, "datapath_instructions.png")
+        if has_data(dat, (2, 3)) and gnuplot(HEAD + f"set output '{png}'\nset title 'Library data path: instructions per packet (callgrind, 64-byte frames)'\n"
+                   "set ylabel 'instructions / packet'\nset xlabel 'burst'\nset yrange [0:*]\nset xrange [-0.6:2.6]\n"
+                   f"set arrow from graph 0, first {TARGET_INSTR_B32} to graph 1, first {TARGET_INSTR_B32} nohead lc rgb 'red' lw 2 dt 2\n"
+                   f"set label 'target at burst 32: {TARGET_INSTR_B32}' at graph 0.72, first {TARGET_INSTR_B32 * 1.06} tc rgb 'red'\n"
+                   f"plot '{dat}' using 2:xtic(1) title 'TX (Queue::transmit)', '' using 3 title 'RX (Queue::receive)'\n", tmp):
+            made.append("datapath_instructions.png")
+        # TSC cycles per packet.
+        if R["micro"]:
+            dat = os.path.join(tmp, "cyc.dat")
+            with open(dat, "w") as f:
+                for b in BURSTS:
+                    f.write(f"{b} {num(J.get(f'tx_tsc_cycles_per_pkt_b{b}'))} {num(J.get(f'rx_tsc_cycles_per_pkt_b{b}'))}\n")
+            png = os.path.join(out, "datapath_cycles.png")
+            if has_data(dat, (2, 3)) and gnuplot(HEAD + f"set output '{png}'\nset title 'Library data path: TSC cycles per packet (Google Benchmark, median of repetitions)'\n"
+                       "set ylabel 'TSC cycles / packet'\nset xlabel 'burst'\nset yrange [0:*]\nset xrange [-0.6:2.6]\n"
+                       f"plot '{dat}' using 2:xtic(1) title 'TX', '' using 3 title 'RX'\n", tmp):
+                made.append("datapath_cycles.png")
+        # Where the instructions go at burst 32.
+        prof = [(d, R["callgrind"].get((d, 32, 64))) for d in ("tx", "rx")]
+        prof = [(d, p) for d, p in prof if p]
+        if prof:
+            dat = os.path.join(tmp, "prof.dat")
+            with open(dat, "w") as f:
+                for d, p in prof:
+                    for e in p["function_by_source"][:8]:
+                        label = f"{d.upper()} {e['function'].split('::')[-1]} [{os.path.basename(e['source'])}]"[:70]
+                        f.write(f"\"{label}\" {e['per_packet']:.2f}\n")
+            png = os.path.join(out, "datapath_profile.png")
+            if gnuplot("set terminal pngcairo noenhanced size 900,560 font 'DejaVu Sans,9'\n"
+                       f"set output '{png}'\nset title 'Burst 32: instructions per packet by function [source of inlined code]'\n"
+                       "set style fill solid 0.85 border -1\nset yrange [*:*] reverse\nset grid xtics\n"
+                       "set xlabel 'instructions / packet'\nset ytics nomirror\nunset key\nset offsets 0,0,0.5,0.5\n"
+                       f"plot '{dat}' using ($2*0.5):0:($2*0.5):(0.4):yticlabels(1) with boxxyerrorbars lc rgb '#4477aa'\n", tmp):
+                made.append("datapath_profile.png")
+        # Events.
+        evs = [(n, e) for n, e in sorted(R["events"].items()) if e.get("tx_packets")]
+        if evs:
+            dat = os.path.join(tmp, "ev.dat")
+            with open(dat, "w") as f:
+                for n, e in evs:
+                    f.write(f"{n} {num(e['events_per_pkt'])} {num(e['notifies_per_pkt'])} {num(e['spurious_pct'])}\n")
+            png = os.path.join(out, "events.png")
+            if gnuplot("set terminal pngcairo noenhanced size 1000,400 font 'DejaVu Sans,10'\n"
+                       f"set output '{png}'\nset style data histograms\nset style fill solid 0.85 border -1\n"
+                       "set boxwidth 0.8\nset grid ytics\nunset key\nset yrange [0:*]\nset xtics rotate by -15\n"
+                       "set multiplot layout 1,3 title 'Event mode, sustained traffic (xpv-pktgen --mode event, bursts of 32)'\n"
+                       f"set title 'events per packet'\nplot '{dat}' using 2:xtic(1) lc rgb '#4477aa'\n"
+                       f"set title 'notifies per packet (target <= 1/16)'\n"
+                       f"set arrow 1 from graph 0, first {TARGET_NOTIFIES_PER_PKT} to graph 1, first {TARGET_NOTIFIES_PER_PKT} nohead lc rgb 'red' lw 2 dt 2\n"
+                       f"set yrange [0:{TARGET_NOTIFIES_PER_PKT * 1.3}]\n"
+                       f"plot '{dat}' using 3:xtic(1) lc rgb '#228833'\nunset arrow 1\n"
+                       f"set title 'spurious events, % of events (target < {TARGET_SPURIOUS_PCT})'\n"
+                       f"set arrow 2 from graph 0, first {TARGET_SPURIOUS_PCT} to graph 1, first {TARGET_SPURIOUS_PCT} nohead lc rgb 'red' lw 2 dt 2\n"
+                       f"set yrange [0:{TARGET_SPURIOUS_PCT * 1.5}<*]\n"
+                       f"plot '{dat}' using 4:xtic(1) lc rgb '#aa3377'\nunset multiplot\n", tmp):
+                made.append("events.png")
+        # Multi-queue.
+        if R["mq"]:
+            dat = os.path.join(tmp, "mq.dat")
+            with open(dat, "w") as f:
+                for nq, m in sorted(R["mq"].items()):
+                    f.write(f"{nq} {num(m['mpps'])} {num(m['min_mpps'])} {num(m['max_mpps'])}\n")
+            png = os.path.join(out, "multiqueue.png")
+            if has_data(dat, (2,)) and gnuplot(HEAD + f"set output '{png}'\nset title 'Multi-queue: testpmd io over net_xenpv, xpv-netback loopback (64-byte frames)'\n"
+                       "set ylabel 'Mpps (median per-second Rx-pps)'\nset xlabel 'queues'\nset yrange [0:*]\nunset key\n"
+                       f"set xrange [-0.6:{len(R['mq']) - 0.4}]\n"
+                       "set style histogram errorbars gap 1 lw 1\n"
+                       f"plot '{dat}' using 2:3:4:xtic(1) lc rgb '#ee7733'\n", tmp):
+                made.append("multiqueue.png")
+    return made
+
+
+# ---------------------------------------------------------------------------
+# Markdown.
+
+def met_word(m):
+    return "n/a (not measured)" if m is None else ("**met**" if m else "**missed**")
+
+
+def profile_md(p, title, budget=None):
+    L = [f"**{title}: {p['per_packet']:.1f} instructions per packet**"
+         + (f" (target {budget}, over by {p['per_packet'] - budget:.1f})" if budget and p['per_packet'] > budget else ""),
+         "", "| function (self) | instr/packet | share | inclusive |", "|---|---:|---:|---:|"]
+    for f in p["functions_self"][:8]:
+        L.append(f"| `{f['function']}` | {f['per_packet']:.1f} | {100 * f['per_packet'] / p['per_packet']:.0f}% | "
+                 f"{f['inclusive_per_packet']:.1f} |")
+    L += ["", "| function [where the code comes from, inlined headers included] | instr/packet |", "|---|---:|"]
+    for f in p["function_by_source"][:10]:
+        L.append(f"| `{f['function']}` [{f['source']}] | {f['per_packet']:.1f} |")
+    L += ["", "| hottest source lines | instr/packet | code |", "|---|---:|---|"]
+    for ln in p["lines"][:10]:
+        code = ln["text"].replace("|", "\\|")[:90]
+        L.append(f"| {ln['source']}:{ln['line']} | {ln['per_packet']:.1f} | `{code}` |")
+    return "\n".join(L) + "\n"
+
+
+def share(p, pred):
+    return sum(f["per_packet"] for f in p["function_by_source"] if pred(f))
+
+
+def analysis_datapath(R):
+    """What limits the per-packet cost, in words drawn from the profiles."""
+    out = []
+    for d, entry in (("tx", "Queue::transmit"), ("rx", "Queue::receive")):
+        p = R["callgrind"].get((d, 32, 64))
+        if not p:
+            continue
+        tot = p["per_packet"]
+        if tot <= TARGET_INSTR_B32:
+            out.append(f"- {d.upper()} at burst 32: {tot:.1f} instructions per packet, within the target.")
+            continue
+        fns = p["functions_self"]
+        top = ", ".join(f"`{f['function']}` {f['per_packet']:.1f}" for f in fns[:4])
+        mem = sum(f["per_packet"] for f in fns if "memcpy" in f["function"] or "memmove" in f["function"])
+        hdr = {}
+        for f in p["function_by_source"]:
+            src = f["source"]
+            if src.startswith("/usr/include/c++"):
+                hdr["C++ library inlines (unique_ptr, atomic, span, algorithm)"] = \
+                    hdr.get("C++ library inlines (unique_ptr, atomic, span, algorithm)", 0) + f["per_packet"]
+            elif src.endswith(".h") and not src.startswith("bench/"):
+                hdr[src] = hdr.get(src, 0) + f["per_packet"]
+        hdrs = ", ".join(f"{k} {v:.1f}" for k, v in sorted(hdr.items(), key=lambda kv: -kv[1])[:5])
+        cb = sum(f["per_packet"] for f in p["function_by_source"] if f["source"].startswith("bench/")) + \
+            sum(f["per_packet"] for f in fns if "CountingSink" in f["function"] and f["function"].startswith("xpv::Queue::receive<"))
+        b1 = R["callgrind"].get((d, 1, 64))
+        per_call = (b1["per_packet"] - tot) * 32 / 31 if b1 else None
+        s = (f"- **{d.upper()} at burst 32: {tot:.1f} instructions per packet, target {TARGET_INSTR_B32}: missed.** "
+             f"Self cost by function: {top}. Copying the frame is not the cost: memcpy is {mem:.1f} per packet. "
+             f"Code inlined from headers: {hdrs}.")
+        if per_call is not None and per_call > 0:
+            s += (f" The fixed cost per call (from burst 1 vs burst 32) is about {per_call:.0f} instructions, "
+                  f"{per_call / 32:.1f} per packet at burst 32, so the excess is per-packet work, not per-burst overhead.")
+        if d == "rx" and cb:
+            s += f" (The benchmark's own receive callback is {cb:.1f} of it.)"
+        out.append(s)
+        out += [f"  - {a}" for a in advice(d, p)]
+    return "\n".join(out)
+
+
+def advice(d, p):
+    """Where the excess comes from, as rules over the profile (each rule
+    speaks only when its code shows up in the measured profile)."""
+    by_src = {}
+    for f in p["function_by_source"]:
+        by_src[f["source"]] = by_src.get(f["source"], 0) + f["per_packet"]
+    fself = {f["function"]: f["per_packet"] for f in p["functions_self"]}
+    lines = p.get("all_lines", [])
+
+    def lsum(*needles):
+        return sum(ln["per_packet"] for ln in lines if any(n in ln["text"] for n in needles))
+    out = []
+    up = sum(v for k, v in by_src.items() if k.endswith("unique_ptr.h"))
+    if up >= 3:
+        out.append(f"`std::unique_ptr` dereferences cost {up:.1f} per packet: the connection's pools "
+                   "(`c.tx_pool->`, `c.rx_pool->`) are reloaded through their owning pointers on every use, "
+                   "because the relaxed-atomic counter updates and the memcpy keep the compiler from keeping "
+                   "them in registers. Copying the raw pointers into locals once per burst removes this.")
+    at = sum(v for k, v in by_src.items() if k.endswith("atomic_base.h") or k.endswith("/atomic"))
+    if at >= 3:
+        out.append(f"Atomic loads/stores cost {at:.1f} per packet: every per-packet counter update "
+                   "(`count(...)`: packets, bytes) is an atomic load plus store, and the `broken_` flag is "
+                   "re-read per packet. Summing the counters in locals and storing once per burst, and reading "
+                   "`broken_` once per burst, removes most of it.")
+    if d == "tx":
+        ht = fself.get("xpv::QueueImpl::handle_tx_responses", 0)
+        if ht >= 10:
+            out.append(f"Reaping TX responses (`QueueImpl::handle_tx_responses`, {ht:.1f} per packet) checks and "
+                       "frees one response at a time (range check, `tx_slots[id]` lookup and reset, counter, "
+                       "pool push).")
+        gather = lsum("filled", "seg_off", "chunk")
+        if gather >= 10:
+            out.append(f"The multi-segment gather loop (`filled`/`seg_off`/`chunk` lines, {gather:.1f} per packet) "
+                       "runs for every single-segment frame too: a fast path for one segment that fits a page "
+                       "(one memcpy, one request) skips it.")
+        zc = lsum("zero_copy", "locate(")
+        if zc >= 3:
+            out.append(f"Zero-copy detection (`zero_copy`, `tx_pool->locate`) costs {zc:.1f} per packet even "
+                       "though the frames are not in the pool.")
+        pre = lsum("len += p.segs", "uint64_t len = 0", "p.nsegs; ++i")
+        if pre >= 5:
+            out.append(f"Summing segment lengths before the copy costs {pre:.1f} per packet (done again by the copy).")
+    else:
+        st = lsum("c.frags[", "c.staged[", "asm_")
+        if st >= 10:
+            out.append(f"Every response is staged twice before delivery (fragment FIFO `frags[]`, packet FIFO "
+                       f"`staged[]`, the `asm_*` reassembly state: {st:.1f} per packet on those lines) and read "
+                       "back in `receive`: for the common one-slot packet without extras, delivering straight "
+                       "from the copied response would skip both FIFOs.")
+        rf = fself.get("xpv::QueueImpl::refill_rx", 0)
+        if rf >= 5:
+            out.append(f"Refilling (`QueueImpl::refill_rx`, {rf:.1f} per packet) posts one request at a time "
+                       "(pool pop, grant lookup, request write, `rx_posted[]`).")
+    return out
+
+
+def write_md(J, R, made, out):
+    m = J["machine"]
+    L = ["# xpv benchmarks", "",
+         f"Generated by `make bench` (scripts/bench.sh, bench/report.py) on {J['generated']}, "
+         f"in {J['bench_seconds']} s; commit {m['git_commit']}"
+         + (f" with {m['git_dirty_files']} uncommitted file(s)" if m["git_dirty_files"] else "") + ". "
+         "All numbers below were measured in that one run; timings on this machine are noisy "
+         "(a shared 2-core VM: the load average is recorded below), so only ratios measured in the same "
+         "run mean something. Instruction counts (callgrind) are deterministic.", "",
+         "## Targets", "", "| target | measured | limit | result |", "|---|---|---|---|"]
+    for t in J["targets"]:
+        lim = f"{t['op']} {t['limit']:.4g}" if not isinstance(t["limit"], str) else t["limit"]
+        if "notifies" in t["target"]:
+            lim = f"{t['op']} 1/16 ({t['limit']:.4f})"
+        L.append(f"| {t['target']} | {t['shown']} | {lim} | {met_word(t['met'])} |")
+    if J["failed_measurements"]:
+        L += ["", f"**{J['failed_measurements']} measurement(s) failed in this run** (see the bench output)."]
+    L += ["", "## Machine", "",
+          f"- {m['cpu_model']}, {m['cpus']} CPUs, {m['hypervisor'] or 'no'} hypervisor, {m['mem_total_mib']} MiB; "
+          f"{m['os']}, Linux {m['kernel']}",
+          f"- DPDK {m['dpdk']}, g++ {m['gxx'].split()[-1] if m['gxx'] else '?'}, {m['valgrind']}, "
+          f"Google Benchmark {m['libbenchmark']}, meson {m['meson']}, build type {m['build_type'] or '?'}",
+          f"- hardware performance counters: {m['perf_counters']} (so cycles are TSC cycles at "
+          f"{fmt(J.get('tsc_ghz'), '.3f')} GHz, instructions come from callgrind)",
+          f"- load average at start / end: {J['load_average'].get('start', '?')} / {J['load_average'].get('end', '?')}",
+          ""]
+
+    # Throughput.
+    L += ["## 1. Throughput", "",
+          "dpdk-testpmd (Debian's, `-d librte_net_xenpv.so`) over net_xenpv against xpv-netback "
+          "`--busy-poll`, against two testpmd processes over a net_memif pair. Same two cores for both: "
+          "the forwarding lcore of the frontend testpmd (or of the memif server) on core 1, xpv-netback "
+          "(or the memif client's forwarding lcore) on core 0; the main lcores mostly sleep.", "",
+          "Why source/sink and not loopback: each direction of the frontend's data path is measured on "
+          "its own (TX: testpmd `txonly` -> netback `sink`; RX: netback `source` -> testpmd `rxonly`), "
+          "exactly like memif `txonly` -> `rxonly`, one producer and one consumer on two cores. Loopback "
+          "would put the frontend's TX and RX on one core against the backend doing both copies on the "
+          "other, and its rate would depend on how many packets `--tx-first` put in flight. The backend "
+          "busy-polls so that neither side sleeps or needs notifications, as a memif peer never does.", "",
+          "Rates are the median of testpmd's per-second `Tx-pps` (xenpv TX) or the receiver's `Rx-pps`. "
+          "`xenpv` and `memif` in the targets are the slower of their two directions (each way must hold); "
+          "per-direction ratios pair xenpv TX with memif server->client and xenpv RX with client->server.", "",
+          "| frame | xenpv TX Mpps | xenpv RX Mpps | memif s->c Mpps | memif c->s Mpps | ratio (slower/slower) | TX ratio | RX ratio | TX ring-full stops per 1000 packets |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in SIZES:
+        t = R["throughput"].get(s, {})
+        tx = t.get("xenpv_tx") or {}
+        rf = tx.get("ring_full")
+        txp = tx.get("tx_packets")
+        rfk = f"{1000 * rf / txp:.1f}" if rf is not None and txp else "n/a"
+        L.append(f"| {s} B | {fmt(J[f'xenpv_tx_mpps_{s}'])} | {fmt(J[f'xenpv_rx_mpps_{s}'])} | "
+                 f"{fmt(J[f'memif_a2b_mpps_{s}'])} | {fmt(J[f'memif_b2a_mpps_{s}'])} | "
+                 f"{fmt(J[f'ratio_{s}'])} | {fmt(J[f'ratio_tx_{s}'])} | {fmt(J[f'ratio_rx_{s}'])} | {rfk} |")
+    L += [""]
+    if "throughput.png" in made:
+        L += ["![throughput](throughput.png)", ""]
+    if "throughput_64_series.png" in made:
+        L += ["![64-byte per-second rates](throughput_64_series.png)", ""]
+    # What bounds throughput.
+    L += ["### What bounds xenpv throughput", ""]
+    tx64 = (R["throughput"].get(64, {}).get("xenpv_tx") or {})
+    if tx64.get("ring_full") is not None and tx64.get("tx_packets"):
+        bursts = tx64["tx_packets"] / 32
+        L.append(f"- In the 64-byte TX run the frontend's transmit stopped on a full TX ring (or no free slot) "
+                 f"{tx64['ring_full']:,} times while it sent {tx64['tx_packets']:,} packets, "
+                 f"{tx64['ring_full'] / bursts:.2f} stops per burst of 32: "
+                 + ("the frontend often waits for the backend to free ring slots (backend-bound)."
+                    if tx64["ring_full"] > 0.2 * bursts else
+                    "the ring was rarely full, so the frontend side (testpmd + PMD + library) is the slower one."))
+    lib_tx = R["micro"].get(("tx", 32, 64))
+    lib_rx = R["micro"].get(("rx", 32, 64))
+    for d, lib in (("tx", lib_tx), ("rx", lib_rx)):
+        rate = J.get(f"xenpv_{d}_mpps_64")
+        if rate and lib and lib.get("ns_per_pkt"):
+            L.append(f"- {d.upper()}: at {rate:.3f} Mpps the forwarding core spends {1e3 / rate:.0f} ns per packet; "
+                     f"the library's own share (ideal backend, burst 32) is {lib['ns_per_pkt']:.0f} ns "
+                     f"({100 * lib['ns_per_pkt'] * rate / 1e3:.0f}%).")
+    for d, name in (("tx", "sink"), ("rx", "source")):
+        p = R["nbprof"].get(d)
+        lib = R["callgrind"].get((d, 32, 64))
+        if p:
+            top = ", ".join(f"`{f['function']}` {f['per_packet']:.0f}" for f in p["functions_self"][:6])
+            L.append(f"- xpv-netback `{name}` (busy-poll, worker's ring handling only, under callgrind): "
+                     f"{p['per_packet']:.0f} instructions per packet"
+                     + (f", against {lib['per_packet']:.0f} for the library's {d.upper()} path" if lib else "")
+                     + f". Top: {top}.")
+    rxp = R["nbprof"].get("rx")
+    if rxp:
+        fill = sum(f["per_packet"] for f in rxp["functions_self"] if "source_fill" in f["function"])
+        if fill:
+            L.append(f"- In the RX direction the packets come from xpv-netback's `source` mode, which writes every "
+                     f"byte of every frame (`source_fill`, {fill:.0f} instructions per packet), where testpmd "
+                     "`txonly` on the memif side only copies a prepared template: the RX-way comparison "
+                     "measures the generators as much as the data paths.")
+    locks = {}
+    for d, p in R["nbprof"].items():
+        locks[d] = sum(f["per_packet"] for f in p["functions_self"]
+                       if "mutex" in f["function"] or "_grant" in f["function"] or "Hypervisor::copy" in f["function"])
+    if locks:
+        L.append("- The simulated hypervisor's grant copy (`sim::Hypervisor::copy`, `acquire_grant`/`release_grant`, "
+                 "a mutex per grant entry) costs the backend "
+                 + ", ".join(f"{v:.0f} instructions per packet in {d.upper()}" for d, v in sorted(locks.items()))
+                 + ", and its locks and the grant entries' cache lines are shared with the frontend's core.")
+    L += ["", "The memif pair is two DPDK processes copying through one shared region; the xenpv setup pays, per "
+          "packet, the PMD's mbuf copy into a granted page, the library's ring work, and the simulated dom0's "
+          "grant copy and response. The lines above name the half that is the heavier one in this run.", ""]
+
+    # Per-packet cost.
+    L += ["## 2. Library data path, per packet", "",
+          "One live queue (`QueueImpl` over an in-process simulated hypervisor, as the fuzz target sets it up), "
+          "poll mode, with an *ideal backend* (bench/ideal_backend.h): the public `ring::BackRing` on the "
+          "queue's own ring pages answers every TX request and fills RX buffers between bursts, never notifies, "
+          "keeps `req_event` far ahead (so the frontend never notifies either) and copies no data. Its cost is "
+          "outside the measurement: callgrind collects only inside `xpv::Queue::transmit` / "
+          "`xpv::Queue::receive_raw` (everything they call included; `--toggle-collect`, counters zeroed "
+          "after a warm-up of 4 ring cycles), Google Benchmark times only the frontend call (serialised TSC, "
+          "the timer's own cost subtracted, median of repetitions). TX responses are reaped inside "
+          "`transmit` when the ring runs short (poll mode), so their cost is included, amortised. "
+          "64-byte frames unless noted; the RX figures include the benchmark's minimal receive callback.", "",
+          "| path | burst | instructions/packet | TSC cycles/packet | ns/packet |", "|---|---:|---:|---:|---:|"]
+    for d in ("tx", "rx"):
+        for b in BURSTS:
+            L.append(f"| {d.upper()} | {b} | {fmt(J.get(f'{d}_instr_per_pkt_b{b}'), '.1f')} | "
+                     f"{fmt(J.get(f'{d}_tsc_cycles_per_pkt_b{b}'), '.0f')} | {fmt(J.get(f'{d}_ns_per_pkt_b{b}'), '.1f')} |")
+        L.append(f"| {d.upper()}, 1500-byte frames | 32 | {fmt(J.get(f'{d}_instr_per_pkt_b32_s1500'), '.1f')} | "
+                 f"{fmt(J.get(f'{d}_tsc_cycles_per_pkt_b32_s1500'), '.0f')} | {fmt(J.get(f'{d}_ns_per_pkt_b32_s1500'), '.1f')} |")
+    L += [""]
+    for f in ("datapath_instructions.png", "datapath_cycles.png", "datapath_profile.png"):
+        if f in made:
+            L += [f"![{f}]({f})", ""]
+    L += ["### Where the instructions go (burst 32, callgrind, by function)", "", analysis_datapath(R), ""]
+    for d in ("tx", "rx"):
+        p = R["callgrind"].get((d, 32, 64))
+        if p:
+            L += [profile_md(p, f"{d.upper()}, burst 32, 64-byte frames", TARGET_INSTR_B32)]
+
+    # Events.
+    L += ["## 3. Event mode under sustained traffic", "",
+          "xpv-pktgen `--role gen --mode event` (a window of 256 frames in flight, bursts of 32; it sleeps on the "
+          "queue's event fds whenever a pass found nothing to do) against xpv-netback loopback (its workers sleep "
+          "on their event channels: the Linux netback situation), pktgen on core 1, netback on core 0; then the "
+          "same with `--fault late-tx-rsp --fault-arg 1` (every TX response held back 1 ms after the first 1000). "
+          "Per packet = per frame transmitted (each also comes back once).", "",
+          "| run | pps | events/packet | spurious events | spurious % of events | notifies/packet | delayed EOIs | TX ring full | backend: events / spurious / notifies sent |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for n, e in sorted(R["events"].items()):
+        L.append(f"| {n} | {fmt(e['pps'], ',.0f')} | {fmt(e['events_per_pkt'], '.4f')} | {fmt(e['spurious_events'], ',')} | "
+                 f"{fmt(e['spurious_pct'], '.4f')} | {fmt(e['notifies_per_pkt'], '.4f')} | {fmt(e['delayed_eois'], ',')} | "
+                 f"{fmt(e['ring_full'], ',')} | {fmt(e['netback_events'], ',')} / {fmt(e['netback_spurious_events'], ',')} / "
+                 f"{fmt(e['netback_notifies'], ',')} |")
+    L += [""]
+    if "events.png" in made:
+        L += ["![events](events.png)", ""]
+
+    # Multi-queue.
+    L += ["## 4. Multi-queue", "",
+          "testpmd `io --tx-first`, `--rxq N --txq N`, one forwarding lcore (core 1) for all queues, over net_xenpv "
+          "against xpv-netback loopback on core 0 (one worker per queue; they sleep on event channels here, since N "
+          "busy-polling workers on one core would measure the scheduler). 64-byte frames; the rate is the median "
+          "per-second `Rx-pps` of the port.", "",
+          "| queues | Mpps (median) | slowest / fastest second | seconds with no packet | packets received per queue | notifies/packet | TX ring-full stops |",
+          "|---:|---:|---|---:|---|---:|---:|"]
+    for nq, mq in sorted(R["mq"].items()):
+        L.append(f"| {nq} | {fmt(mq['mpps'])} | {fmt(mq['min_mpps'])} / {fmt(mq['max_mpps'])} | {mq['zero_seconds']} | "
+                 f"{', '.join(fmt(x, ',') for x in mq['per_queue_rx_packets'])} | "
+                 f"{fmt(mq['notifies_per_pkt'], '.4f')} | {fmt(mq['ring_full'], ',')} |")
+    L += [""]
+    stalls = [f"{nq} queue(s): {mq['zero_seconds']}" for nq, mq in sorted(R["mq"].items()) if mq["zero_seconds"]]
+    stalls += [f"{k} {s} B: {e['zero_seconds']}" for s, t in sorted(R["throughput"].items())
+               for k, e in sorted(t.items()) if e.get("zero_seconds")]
+    if stalls:
+        L += ["**Stalls:** per-second samples with no packet at all, after forwarding had started: "
+              + "; ".join(stalls) + ". Either the machine took the cores away for a whole second or a "
+              "notification was lost; the raw logs are in build/bench-logs/.", ""]
+    if "multiqueue.png" in made:
+        L += ["![multi-queue](multiqueue.png)", ""]
+
+    # Real Xen.
+    L += ["## 5. Real Xen (`make e2e-xen`)", ""]
+    if R["e2e"] is None:
+        L += ["not run (build/e2e-xen/e2e.log is absent).", ""]
+    elif not R["e2e"]["lines"]:
+        L += [f"not run: build/e2e-xen/e2e.log (written {R['e2e']['mtime']}) has no line containing \"pps\" "
+              "(no throughput figure from real Xen yet).", ""]
+    else:
+        L += [f"Lines containing \"pps\" in build/e2e-xen/e2e.log (written {R['e2e']['mtime']}), verbatim:", "", "```"]
+        L += R["e2e"]["lines"] + ["```", ""]
+
+    L += ["## Reproducing", "",
+          f"`make bench` ({J['bench_seconds']} s for scripts/bench.sh in this run). Raw logs: `build/bench-logs/` (testpmd, xpv-netback, xpv-pktgen logs, "
+          "callgrind dumps: `callgrind_annotate build/bench-logs/cg-tx-b32-s64.callgrind`). "
+          "The benchmark sources are in `bench/`.", ""]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(L))
+
+
+def terminal_table(J):
+    print()
+    print("=" * 78)
+    print(" xpv benchmarks (one run; see bench/results/report.md)")
+    print("=" * 78)
+    print(f" {'throughput (Mpps)':20} {'xenpv TX':>9} {'xenpv RX':>9} {'memif s>c':>9} {'memif c>s':>9} {'ratio':>7}")
+    for s in SIZES:
+        print(f" {str(s) + '-byte frames':20} {fmt(J[f'xenpv_tx_mpps_{s}']):>9} {fmt(J[f'xenpv_rx_mpps_{s}']):>9} "
+              f"{fmt(J[f'memif_a2b_mpps_{s}']):>9} {fmt(J[f'memif_b2a_mpps_{s}']):>9} {fmt(J[f'ratio_{s}']):>7}")
+    print()
+    print(f" {'library data path':20} {'burst 1':>9} {'burst 8':>9} {'burst 32':>9}   (instructions | TSC cycles per packet)")
+    for d in ("tx", "rx"):
+        print(f" {d.upper() + ' instructions':20} " + " ".join(f"{fmt(J.get(f'{d}_instr_per_pkt_b{b}'), '.1f'):>9}" for b in BURSTS))
+        print(f" {d.upper() + ' TSC cycles':20} " + " ".join(f"{fmt(J.get(f'{d}_tsc_cycles_per_pkt_b{b}'), '.0f'):>9}" for b in BURSTS))
+    print()
+    for n, e in sorted(J["event_runs"].items()):
+        print(f" {n:20} events/pkt {fmt(e['events_per_pkt'], '.4f')}  spurious {fmt(e['spurious_pct'], '.4f')}%  "
+              f"notifies/pkt {fmt(e['notifies_per_pkt'], '.4f')}  delayed EOIs {fmt(e['delayed_eois'], ',')}")
+    mq = "  ".join(f"{q} queue(s) {fmt(J.get(f'mq_mpps_q{q}'))}" for q in (1, 2, 4))
+    print(f" {'multi-queue (Mpps)':20} {mq}")
+    nb = "  ".join(f"{d.upper()} {fmt(J.get(f'netback_{d}_instr_per_pkt'), '.0f')}" for d in ("tx", "rx"))
+    print(f" {'netback instr/pkt':20} {nb}")
+    print(f" {'real Xen (e2e-xen)':20} {J['e2e_xen']}")
+    for l in J["e2e_xen_pps_lines"] or []:
+        print(f"   {l}")
+    print()
+    print(f" {'target':58} {'result':>18}")
+    for t in J["targets"]:
+        res = "n/a" if t["met"] is None else ("MET" if t["met"] else "MISSED")
+        print(f" {t['target'][:58]:58} {res:>18}")
+        print(f"   measured {t['shown']}, limit {t['op']} {t['limit']:.4g}")
+    print("=" * 78)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="xpv benchmark report")
+    ap.add_argument("--rate", nargs=2, metavar=("LOG", "FIELD"))
+    ap.add_argument("--warm", type=int, default=1, help="with --rate: samples of warm-up to drop")
+    ap.add_argument("--nbprof", nargs=3, metavar=("CALLGRIND", "NETBACK_JSON", "DIR"))
+    ap.add_argument("--logs")
+    ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--bench-bin", default="")
+    ap.add_argument("--started", type=int, default=0)
+    ap.add_argument("--failed", type=int, default=0)
+    a = ap.parse_args()
+    if a.rate:
+        return cmd_rate(*a.rate, warm=a.warm)
+    if a.nbprof:
+        return cmd_nbprof(*a.nbprof)
+    if not a.logs:
+        ap.error("--logs is required")
+    R = collect(a.logs, a.root)
+    J = summarise(R, machine_info(a.root, a.build), a.started, a.failed)
+    os.makedirs(a.out, exist_ok=True)
+    for f in os.listdir(a.out):
+        if f.endswith(".png"):
+            os.remove(os.path.join(a.out, f))
+    made = plots(J, R, a.out)
+    J["plots"] = made
+    tmp = os.path.join(a.out, "latest.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(J, f, indent=1, sort_keys=False, default=str)
+        f.write("\n")
+    os.replace(tmp, os.path.join(a.out, "latest.json"))
+    write_md(J, R, made, a.out)
+    terminal_table(J)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
