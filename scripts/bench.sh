@@ -104,6 +104,8 @@ PMD=$BUILD/drivers/net_xenpv/librte_net_xenpv.so
 for f in "$NETBACK" "$PKTGEN" "$PMD"; do
   [[ -x $f || -f $f ]] || die "$f is missing: run 'make build' first"
 done
+source scripts/pmd-path.sh
+PMD=$(xpv_pmd_path "$PMD") || die "cannot place the PMD where DPDK loads it"
 # EAL refuses a -d plugin under any world-writable folder (e.g. /tmp).
 d=$(dirname "$(readlink -f "$PMD")")
 while [[ -n $d && $d != / ]]; do
@@ -491,6 +493,22 @@ record kind=load when=end loadavg="$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$ROOT/bench/report.py" --logs "$LOGS" --out "$OUT" --root "$ROOT" --build "$BUILD" \
   --bench-bin "$BENCH_BIN" --started "$T0" --failed "$FAILED" ||
   { fail "the report generator failed"; }
+# The README shows the latest targets table (between its bench-table markers)
+# when the report went to the default place.
+if [[ $(realpath -m "$OUT") == "$ROOT/bench/results" && -f $OUT/report.md ]]; then
+  python3 - "$OUT/report.md" README.md <<'PY' || warn "could not update the README's table"
+import re, sys
+report, readme = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+m = re.search(r"^## Targets\n\n(.*?)\n\n", report, re.S | re.M)
+gen = re.search(r"on (\S+), in \d+ s; commit (\w+)", report)
+if m:
+    stamp = "Measured by `make bench` on %s (commit %s):" % (gen.group(1)[:16].replace("T", " "), gen.group(2)) if gen else ""
+    block = "<!-- bench-table:start -->\n%s\n\n%s\n<!-- bench-table:end -->" % (stamp, m.group(1))
+    new = re.sub(r"<!-- bench-table:start -->.*?<!-- bench-table:end -->", lambda _: block, readme, flags=re.S)
+    if new != readme:
+        open(sys.argv[2], "w").write(new)
+PY
+fi
 printf '\n[bench %4ss] done: %s, %s, plots in %s\n' "$(elapsed)" "${OUT#"$ROOT"/}/latest.json" \
   "${OUT#"$ROOT"/}/report.md" "${OUT#"$ROOT"/}/"
 if ((FAILED)); then

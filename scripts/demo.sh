@@ -26,6 +26,8 @@ for f in "$NETBACK" "$PMD"; do
   [[ -e $f ]] || { echo "demo: $f is missing: run 'make build' first" >&2; exit 1; }
 done
 command -v dpdk-testpmd >/dev/null || { echo "demo: dpdk-testpmd not found (package dpdk-dev): run 'make setup'" >&2; exit 1; }
+source scripts/pmd-path.sh
+PMD=$(xpv_pmd_path "$PMD") || exit 1
 
 RUN=$(mktemp -d /run/xpv-demo.XXXXXX 2>/dev/null || mktemp -d)
 chmod 755 "$RUN"

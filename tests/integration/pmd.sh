@@ -4,13 +4,15 @@
 # Sourced by tests/integration/run.sh.
 
 PMD_SO=$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so
-EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
 TP_COMMON=(--total-num-mbufs=16384 --stats-period 1)
 
 if [[ ! -e $PMD_SO ]]; then
   fail pmd-build "$PMD_SO is missing (DPDK driver SDK headers? run make setup)"
   return
 fi
+source scripts/pmd-path.sh
+PMD_SO=$(xpv_pmd_path "$PMD_SO") || { fail pmd-build "cannot place the PMD where DPDK loads it"; return; }
+EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
 if ! command -v dpdk-testpmd >/dev/null; then
   fail pmd-testpmd "dpdk-testpmd not found (package dpdk-dev)"
   return

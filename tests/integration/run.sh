@@ -17,6 +17,10 @@ while (($#)); do
 done
 source tests/integration/lib.sh
 trap cleanup_all EXIT
+# A check that writes commands to an interactive testpmd which has already died
+# must fail that check, not end the whole run with SIGPIPE: writes then fail
+# with EPIPE instead.
+trap '' PIPE
 
 NETBACK=$BUILD/src/netback/xpv-netback
 PKTGEN=$BUILD/examples/xpv-pktgen
