@@ -698,6 +698,11 @@ def write_md(J, R, made, out):
         L += ["![throughput](throughput.png)", ""]
     if "throughput_64_series.png" in made:
         L += ["![64-byte per-second rates](throughput_64_series.png)", ""]
+    a, b = J.get("memif_a2b_mpps_64"), J.get("memif_b2a_mpps_64")
+    if a and b and max(a, b) > 1.5 * min(a, b):
+        L += [f"memif's two directions differed by {max(a, b) / min(a, b):.1f}x in this run ({a:.3f} and "
+              f"{b:.3f} Mpps at 64 B) on the same two cores; which one is the fast one changes between runs on "
+              "this VM, so the target compares the slower direction of each setup.", ""]
     # What bounds throughput.
     L += ["### What bounds xenpv throughput", ""]
     tx64 = (R["throughput"].get(64, {}).get("xenpv_tx") or {})
@@ -730,19 +735,21 @@ def write_md(J, R, made, out):
     if rxp:
         fill = sum(f["per_packet"] for f in rxp["functions_self"] if "source_fill" in f["function"])
         if fill:
-            L.append(f"- In the RX direction the packets come from xpv-netback's `source` mode, which writes every "
-                     f"byte of every frame (`source_fill`, {fill:.0f} instructions per packet), where testpmd "
-                     "`txonly` on the memif side only copies a prepared template: the RX-way comparison "
-                     "measures the generators as much as the data paths.")
+            L.append(f"- In the RX direction the packets come from xpv-netback's `source` mode, which numbers every "
+                     f"frame and copies its ramp payload from a table (`source_fill`, {fill:.0f} instructions per "
+                     "packet), where testpmd `txonly` on the memif side sends a prepared template: the RX-way "
+                     "comparison measures the generators as well as the data paths.")
     locks = {}
     for d, p in R["nbprof"].items():
         locks[d] = sum(f["per_packet"] for f in p["functions_self"]
                        if "mutex" in f["function"] or "_grant" in f["function"] or "Hypervisor::copy" in f["function"])
     if locks:
         L.append("- The simulated hypervisor's grant copy (`sim::Hypervisor::copy`, `acquire_grant`/`release_grant`, "
-                 "a mutex per grant entry) costs the backend "
+                 "a spinlock per group of active grant entries, like Xen's active-entry lock, and the checks Xen "
+                 "makes) costs the backend "
                  + ", ".join(f"{v:.0f} instructions per packet in {d.upper()}" for d, v in sorted(locks.items()))
-                 + ", and its locks and the grant entries' cache lines are shared with the frontend's core.")
+                 + "; the frame it copies was written (TX) or is read (RX) by the frontend's core, so every "
+                 "packet's cache lines cross between the two cores.")
     L += ["", "The memif pair is two DPDK processes copying through one shared region; the xenpv setup pays, per "
           "packet, the PMD's mbuf copy into a granted page, the library's ring work, and the simulated dom0's "
           "grant copy and response. The lines above name the half that is the heavier one in this run.", ""]
