@@ -94,6 +94,25 @@ void report(benchmark::State& st, uint64_t ticks, uint64_t pkts, uint64_t calls,
   st.SetItemsProcessed(static_cast<int64_t>(pkts));
 }
 
+// The timed calls of one benchmark: a call preempted by the machine (far
+// longer than any burst takes) is discarded and counted.
+struct Samples {
+  uint64_t ticks = 0, pkts = 0, calls = 0, discarded = 0;
+  const uint64_t too_long = preempted_ticks();
+
+  void add(benchmark::State& st, uint64_t t0, uint64_t t1, uint16_t n) {
+    if (t1 - t0 > too_long) {
+      ++discarded;
+    } else {
+      ticks += t1 - t0;
+      pkts += n;
+      ++calls;
+    }
+    st.SetIterationTime(static_cast<double>(t1 - t0) / tsc_per_ns() * 1e-9);
+  }
+  void report(benchmark::State& st) const { ::report(st, ticks, pkts, calls, discarded); }
+};
+
 void BM_Tx(benchmark::State& st) {
   const uint32_t burst = static_cast<uint32_t>(st.range(0));
   const uint32_t size = static_cast<uint32_t>(st.range(1));
@@ -105,23 +124,15 @@ void BM_Tx(benchmark::State& st) {
     (void)q.transmit(frames.span());
     be.answer_tx();
   }
-  uint64_t ticks = 0, pkts = 0, calls = 0, discarded = 0;
-  const uint64_t too_long = preempted_ticks();
+  Samples samples;
   for (auto _ : st) {
     const uint64_t t0 = tsc_begin();
     const uint16_t n = q.transmit(frames.span());
     const uint64_t t1 = tsc_end();
     be.answer_tx();
-    if (t1 - t0 > too_long) {
-      ++discarded;
-    } else {
-      ticks += t1 - t0;
-      pkts += n;
-      ++calls;
-    }
-    st.SetIterationTime(static_cast<double>(t1 - t0) / tsc_per_ns() * 1e-9);
+    samples.add(st, t0, t1, n);
   }
-  report(st, ticks, pkts, calls, discarded);
+  samples.report(st);
 }
 
 void BM_Rx(benchmark::State& st) {
@@ -135,24 +146,16 @@ void BM_Rx(benchmark::State& st) {
     be.produce_rx(burst, static_cast<uint16_t>(size));
     (void)q.receive(static_cast<uint16_t>(burst), sink);
   }
-  uint64_t ticks = 0, pkts = 0, calls = 0, discarded = 0;
-  const uint64_t too_long = preempted_ticks();
+  Samples samples;
   for (auto _ : st) {
     be.produce_rx(burst, static_cast<uint16_t>(size));
     const uint64_t t0 = tsc_begin();
     const uint16_t n = q.receive(static_cast<uint16_t>(burst), sink);
     const uint64_t t1 = tsc_end();
-    if (t1 - t0 > too_long) {
-      ++discarded;
-    } else {
-      ticks += t1 - t0;
-      pkts += n;
-      ++calls;
-    }
-    st.SetIterationTime(static_cast<double>(t1 - t0) / tsc_per_ns() * 1e-9);
+    samples.add(st, t0, t1, n);
   }
   benchmark::DoNotOptimize(sink.bytes);
-  report(st, ticks, pkts, calls, discarded);
+  samples.report(st);
 }
 
 }  // namespace
