@@ -627,6 +627,17 @@ void QueueImpl::refill_rx(bool force) {
 // ---------------------------------------------------------------------------
 // Data path.
 
+// Short of TX room: let the handler reclaim. In poll mode the poll loop runs
+// it; in event mode it runs only for an event that fired, so the transmit
+// path never consumes a response the backend's event was raised for.
+void QueueImpl::reclaim_tx() {
+  if (mode() == QueueMode::kPoll) {
+    handle_tx_responses();
+  } else {
+    process_events();
+  }
+}
+
 uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
   if (!enter()) return 0;
   InHandler xmit(in_xmit_);
@@ -635,17 +646,10 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
     leave();
     return 0;
   }
-  // Short of room: let the handler reclaim. In poll mode the poll loop runs
-  // it; in event mode it runs only for an event that fired, so the transmit
-  // path never consumes a response the backend's event was raised for.
-  bool reclaimed = false;
+  bool reclaimed = false;  // reclaim_tx() ran in this burst
   auto reclaim = [&] {
     reclaimed = true;
-    if (mode() == QueueMode::kPoll) {
-      handle_tx_responses();
-    } else {
-      process_events();
-    }
+    reclaim_tx();
   };
   if (c.tx.free_requests() < kMaxTxSlots || c.tx_pool->available() < kMaxTxSlots) reclaim();
   if (broken_.load(std::memory_order_relaxed)) {
@@ -786,11 +790,7 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   };
   if (no_room() && !reclaimed) {
     reclaimed = true;
-    if (mode() == QueueMode::kPoll) {
-      handle_tx_responses();
-    } else {
-      process_events();
-    }
+    reclaim_tx();
   }
   if (no_room() || broken_.load(std::memory_order_relaxed)) return {-1, 0, 0, reclaimed};
   // netif.h: the first slot's size is the whole packet; NETTXF_more_data on

@@ -148,6 +148,7 @@ class QueueImpl {
     bool reclaimed;  // whether the handler has run for this burst
   };
   TxOne transmit_one(const TxPacket& p, bool reclaimed);
+  void reclaim_tx();
   bool handle_responses();  // both rings; the event handler
   bool handle_tx_responses();
   // Poll-mode receive hands complete single-slot packets straight to its
