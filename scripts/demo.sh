@@ -105,21 +105,6 @@ print(f"  events      notifies {notifies:,} ({notifies / pk if pk else 0:.5f} pe
       f"events {events:,}, spurious events {spurious:,}")
 try:
     nb = json.load(open(sys.argv[2]))
-    def total(key):
-        out = 0
-        def walk(o):
-            nonlocal out
-            if isinstance(o, dict):
-                for k, v in o.items():
-                    if k == key and isinstance(v, (int, float)):
-                        out += v
-                    else:
-                        walk(v)
-            elif isinstance(o, list):
-                for v in o:
-                    walk(v)
-        walk(nb)
-        return out
     print(f"  netback     tx {nb['totals']['tx_packets']:,} rx {nb['totals']['rx_packets']:,} packets, "
           f"notifies {nb['totals']['notifies_sent']:,}, events {nb['totals']['events']:,}, fatal errors {nb['totals']['fatal_errors']}")
 except Exception as e:  # the stats file is optional for the demo

@@ -75,6 +75,21 @@ std::vector<uint8_t> packet(uint32_t len, uint32_t seq) {
   return p;
 }
 
+// The next packet the queue receives (within about a second), its fragments
+// joined; empty when none came.
+std::vector<uint8_t> receive_one(Queue& q) {
+  std::vector<uint8_t> got;
+  for (int i = 0; i < 1000 && got.empty(); ++i) {
+    q.receive(1, [&](const RxPacket& r) {
+      for (uint16_t f = 0; f < r.nfrags; ++f)
+        got.insert(got.end(), r.frags[f].data, r.frags[f].data + r.frags[f].len);
+      return true;
+    });
+    usleep(1000);
+  }
+  return got;
+}
+
 // Sends `lens` packets on queue q and waits for all of them to come back
 // (loopback); returns the received packets' bytes in order.
 std::vector<std::vector<uint8_t>> roundtrip(Device& d, uint32_t qi,
@@ -245,16 +260,7 @@ TEST_F(NetfrontFixture, ScatteredSegmentsAreGathered) {
   TxPacket p{segs, 4};
   Queue& q = (*dev)->queue(0);
   ASSERT_EQ(q.transmit(std::span<const TxPacket>(&p, 1)), 1);
-  std::vector<uint8_t> got;
-  for (int i = 0; i < 1000 && got.empty(); ++i) {
-    q.receive(1, [&](const RxPacket& r) {
-      for (uint16_t f = 0; f < r.nfrags; ++f)
-        got.insert(got.end(), r.frags[f].data, r.frags[f].data + r.frags[f].len);
-      return true;
-    });
-    usleep(1000);
-  }
-  EXPECT_EQ(got, whole);
+  EXPECT_EQ(receive_one(q), whole);
 }
 
 TEST_F(NetfrontFixture, ZeroCopyTransmitFromLentPages) {
@@ -270,16 +276,7 @@ TEST_F(NetfrontFixture, ZeroCopyTransmitFromLentPages) {
   TxSegment seg{page + 100, 1000};
   TxPacket p{&seg, 1};
   ASSERT_EQ(q.transmit(std::span<const TxPacket>(&p, 1)), 1);
-  std::vector<uint8_t> got;
-  for (int i = 0; i < 1000 && got.empty(); ++i) {
-    q.receive(1, [&](const RxPacket& r) {
-      for (uint16_t f = 0; f < r.nfrags; ++f)
-        got.insert(got.end(), r.frags[f].data, r.frags[f].data + r.frags[f].len);
-      return true;
-    });
-    usleep(1000);
-  }
-  EXPECT_EQ(got, want);
+  EXPECT_EQ(receive_one(q), want);
 }
 
 TEST_F(NetfrontFixture, ProtocolViolationDisconnectsCountsAndReconnects) {

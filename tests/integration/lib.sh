@@ -76,3 +76,15 @@ EOF
 sanitizer_clean() {
   ! grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer' "$@" 2>/dev/null | grep -q .
 }
+
+# wait_log LOG REGEX PID TENTHS: waits until LOG matches REGEX (grep -E); fails
+# early when PID exits, or after TENTHS tenths of a second.
+wait_log() {
+  local i
+  for ((i = 0; i < $4; i++)); do
+    grep -qE "$2" "$1" 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}

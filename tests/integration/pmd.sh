@@ -26,12 +26,7 @@ tp_run() {
     --vdev "$vdev" -- "${TP_COMMON[@]}" "$@" >"$RUN/$name.log" 2>&1 &
   local tp=$!
   PIDS+=("$tp")
-  local i
-  for i in $(seq 400); do
-    grep -q "Press enter to exit\|Rx-pps" "$RUN/$name.log" 2>/dev/null && break
-    kill -0 $tp 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_log "$RUN/$name.log" "Press enter to exit|Rx-pps" $tp 400
   sleep "$secs"
   kill -INT $tp 2>/dev/null
   wait $tp
@@ -168,8 +163,7 @@ check_mbuf_leak() {
   local tp=$!
   PIDS+=("$tp")
   exec 7>"$fifo"
-  local i
-  for i in $(seq 300); do grep -q "testpmd>" "$RUN/tp-lk.log" && break; sleep 0.1; done
+  wait_log "$RUN/tp-lk.log" "testpmd>" $tp 300
   echo "start tx_first 8" >&7
   sleep 3
   echo "stop" >&7
@@ -252,13 +246,7 @@ tp_start() {
     >"$RUN/$name.log" 2>&1 &
   TP_PID=$!
   PIDS+=("$TP_PID")
-  local i
-  for i in $(seq 400); do
-    grep -qE "Press enter to exit|packet forwarding - ports=" "$RUN/$name.log" 2>/dev/null && return 0
-    kill -0 "$TP_PID" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
+  wait_log "$RUN/$name.log" "Press enter to exit|packet forwarding - ports=" "$TP_PID" 400
 }
 tp_stop() {
   kill -INT "$TP_PID" 2>/dev/null
@@ -339,12 +327,7 @@ check_l3fwd_power() {
     >"$RUN/l3fwd.log" 2>&1 &
   local l3=$!
   PIDS+=("$l3")
-  local i
-  for i in $(seq 300); do
-    grep -q "sleeps until interrupt" "$RUN/l3fwd.log" 2>/dev/null && break
-    kill -0 $l3 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_log "$RUN/l3fwd.log" "sleeps until interrupt" $l3 300
   local slept_idle
   slept_idle=$(grep -c "sleeps until interrupt" "$RUN/l3fwd.log")
   # Route 1.1.1.0/24 -> port 0: l3fwd sends every frame back out of its
@@ -355,7 +338,7 @@ check_l3fwd_power() {
   local rc=$?
   sleep 2
   kill -INT $l3 2>/dev/null
-  for i in $(seq 100); do kill -0 $l3 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 100); do kill -0 $l3 2>/dev/null || break; sleep 0.1; done
   kill -KILL $l3 2>/dev/null
   wait $l3 2>/dev/null
   nb_stop $nb
