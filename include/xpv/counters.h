@@ -38,6 +38,7 @@ struct EventCounters {
   X(delayed_eois, "EOIs delayed by the spurious-event back-off")                        \
   X(ring_full, "transmit attempts stopped by a full TX ring or no free slot")           \
   X(backend_errors, "protocol violations by the backend (each disconnects the device)") \
+  X(local_errors, "our own event channel failures (each disconnects the device)")       \
   X(tx_reaped_in_xmit, "TX responses consumed by the transmit path (must stay 0)")      \
   X(rx_refills, "RX ring refill batches")
 

@@ -112,12 +112,44 @@ class Queue {
   // for events that fired. Returns true when it found work.
   bool poll();
 
-  // Event mode: before sleeping on event_fd(), arm() re-arms notifications;
-  // it returns false when work is already waiting (do not sleep then).
-  bool arm();
+  // Event mode: before sleeping on event_fd(), arm() takes the events that
+  // fired, runs the handler for what is waiting and re-arms notifications;
+  // it returns false when received packets are already waiting (do not sleep
+  // then: the event fd is made readable). With ArmFor::kRx (DPDK's rx
+  // interrupts) only received packets wake the sleeper: TX responses waiting
+  // are reaped here and their notifications stay off, so that completions of
+  // what was sent before do not keep waking an idle queue.
+  enum class ArmFor { kRxAndTx, kRx };
+  bool arm(ArmFor what = ArmFor::kRxAndTx);
   int event_fd() const;
+  // kPoll also takes any event that fired meanwhile (its handler runs, its
+  // port is unmasked), so that the next arm() sleeps on a fresh edge.
   void set_mode(QueueMode m);
   QueueMode mode() const;
+
+  // Runs the TX response handler now and returns how many packets it found
+  // completed (at most `max`; 0 means no limit): rte_eth_tx_done_cleanup.
+  uint32_t tx_done_cleanup(uint32_t max);
+
+  // Ring occupancy for descriptor queries (rx_queue_count, the descriptor
+  // status calls), in ring slots.
+  struct RingState {
+    uint32_t size = 0;          // entries of the ring
+    uint32_t rx_done = 0;       // RX: answered by the backend, not yet delivered
+    uint32_t rx_posted = 0;     // RX: buffers posted, not yet answered
+    uint32_t tx_in_flight = 0;  // TX: requests not yet answered
+    uint32_t tx_answered = 0;   // TX: answered, not yet reaped
+  };
+  RingState ring_state();
+
+  // What a sleeper that watches memory (rte_power_monitor) waits on: the RX
+  // ring's response producer, and its value while nothing new arrived.
+  // false while the queue is not connected.
+  struct RxMonitor {
+    const volatile uint32_t* addr = nullptr;
+    uint32_t idle_value = 0;
+  };
+  bool rx_monitor(RxMonitor* out);
 
   // A page of the queue's granted TX pool for zero-copy transmit: write the
   // packet there and pass it in a TxSegment; the page returns to the pool

@@ -20,20 +20,14 @@ Result<std::unique_ptr<LateEoiChannel>> LateEoiChannel::create(std::unique_ptr<E
   std::unique_ptr<LateEoiChannel> c(new LateEoiChannel(std::move(ch), clock, cfg));
   c->ports_.reserve(kMaxPorts);  // PortState pointers stay valid
   c->fired_.reserve(kMaxPorts);
-  int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) return make_error(errno, "epoll_create1: " + errno_string(errno));
-  c->epfd_.reset(ep);
+  auto ep = make_epoll();
+  if (!ep) return ep.error();
+  c->epfd_ = std::move(*ep);
   int tf = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (tf < 0) return make_error(errno, "timerfd_create: " + errno_string(errno));
   c->timerfd_.reset(tf);
-  for (int fd : {c->ch_->fd(), tf}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      return make_error(errno, "epoll_ctl: " + errno_string(errno));
-    }
-  }
+  XPV_TRY(epoll_add(c->epfd_.get(), c->ch_->fd()));
+  XPV_TRY(epoll_add(c->epfd_.get(), tf));
   return c;
 }
 

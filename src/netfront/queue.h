@@ -2,6 +2,10 @@
 // One netfront queue: a TX and an RX ring, their granted buffer pools, and
 // the event channel(s) that connect them to the backend.
 //
+// Files: queue.cc (lifecycle, events and modes, errors, accounting), tx.cc
+// (transmit and the TX response handler), rx.cc (receive, the RX response
+// handler, refills).
+//
 // The rules this file applies, from netif.h and what real backends enforce
 // (../shared/reference/netif-notes.md):
 //  - buffers are granted once (BufferPool); a request names a pool slot by
@@ -26,6 +30,7 @@
 #include "evtchn/late_eoi.h"
 #include "grant/buffer_pool.h"
 #include "ring/netif.h"
+#include "util/cpu.h"
 #include "util/fd.h"
 #include "xpv/counters.h"
 #include "xpv/netfront.h"
@@ -87,8 +92,11 @@ class QueueImpl {
   uint16_t transmit(std::span<const TxPacket> pkts);
   uint16_t receive(uint16_t max, Queue::Deliver fn, void* ctx);
   bool poll();
-  bool arm();
+  bool arm(Queue::ArmFor what);
   void set_mode(QueueMode m);
+  uint32_t tx_done_cleanup(uint32_t max);
+  Queue::RingState ring_state();
+  bool rx_monitor(Queue::RxMonitor* out);
   QueueMode mode() const { return mode_.load(std::memory_order_relaxed); }
   int event_fd() const { return epfd_.get(); }
   uint8_t* tx_buffer();
@@ -98,6 +106,24 @@ class QueueImpl {
   void reset_counters();
   uint32_t index() const { return index_; }
   Queue& api() { return api_; }
+
+  // Where every buffer of the live connection is (tests and the fuzz
+  // target's leak oracle). With no response half-consumed, these add up:
+  //   tx_pool_free + tx_slots_in_flight + tx_slots_lent == tx_pool_size
+  //   tx_slots_in_flight == tx_requests_unanswered (req_prod_pvt - rsp_cons)
+  //   rx_pool_free + rx_buffers_posted + rx_buffers_held == rx_pool_size
+  struct Accounting {
+    uint32_t tx_pool_size = 0;
+    uint32_t tx_pool_free = 0;
+    uint32_t tx_slots_in_flight = 0;      // slots whose request awaits a response
+    uint32_t tx_slots_lent = 0;           // tx_buffer() pages held by the caller
+    uint32_t tx_requests_unanswered = 0;  // requests published or queued, no response consumed
+    uint32_t rx_pool_size = 0;
+    uint32_t rx_pool_free = 0;
+    uint32_t rx_buffers_posted = 0;  // requests posted, response not consumed
+    uint32_t rx_buffers_held = 0;    // answered, staged or being assembled
+  };
+  Accounting accounting() const;  // all zero when not connected
 
   // For tests and the fuzz target: the live connection's shared ring pages.
   netif::TxFrontRing* tx_ring();
@@ -129,7 +155,7 @@ class QueueImpl {
   void lock() {
     while (lock_.test_and_set(std::memory_order_acquire)) {
       while (lock_.test(std::memory_order_relaxed))
-        __builtin_ia32_pause();
+        cpu_relax();
     }
   }
   void unlock() { lock_.clear(std::memory_order_release); }
@@ -143,14 +169,21 @@ class QueueImpl {
 
   struct TxOne {
     int status;      // 1 queued, 0 refused (never sendable), -1 no room
-    uint32_t slots;  // requests it took
     uint32_t len;    // its bytes
     bool reclaimed;  // whether the handler has run for this burst
   };
   TxOne transmit_one(const TxPacket& p, bool reclaimed);
   void reclaim_tx();
   bool handle_responses();  // both rings; the event handler
-  bool handle_tx_responses();
+  // The TX response handler: consumes the responses waiting, up to
+  // `max_packets` completed packets. Returns the packets completed; *work
+  // says whether it consumed any response.
+  uint32_t reap_tx(uint32_t max_packets, bool* work);
+  bool handle_tx_responses() {
+    bool work = false;
+    reap_tx(UINT32_MAX, &work);
+    return work;
+  }
   // Poll-mode receive hands complete single-slot packets straight to its
   // caller while it has room (no staging).
   struct Direct {
@@ -167,22 +200,28 @@ class QueueImpl {
   void sync_events();
   uint32_t process_events();
   void disarm();
-  void backend_error(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  // The backend broke the protocol: count it, log the reason, disconnect.
+  void protocol_violation(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  // One of our own platform calls failed (notify, the event channel): the
+  // queue cannot go on either, but the backend is not to blame.
+  void local_failure(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  void break_queue(QueueCounterId why, const char* what, const char* fmt, va_list ap);
   void notify(evtchn_port_t port);
   void count(QueueCounterId id, uint64_t n = 1) {
     auto& c = counters_[id];
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 
-  // Where the data path is, for the tx_reaped_in_xmit invariant counter.
-  struct InHandler {
-    explicit InHandler(bool& f) : f_(f), old_(f) { f = true; }
-    ~InHandler() { f_ = old_; }
+  // Sets a flag for the lifetime of a scope (restoring its old value): where
+  // the data path is, for the tx_reaped_in_xmit invariant counter.
+  struct ScopedFlag {
+    explicit ScopedFlag(bool& f) : f_(f), old_(f) { f = true; }
+    ~ScopedFlag() { f_ = old_; }
     bool& f_;
     bool old_;
   };
-  bool in_xmit_ = false;
-  bool in_handler_ = false;
+  bool in_xmit_ = false;     // inside transmit()
+  bool in_handler_ = false;  // inside an event handler run by process_events()
 
   const uint32_t index_;
   Queue api_;

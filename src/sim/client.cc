@@ -497,23 +497,14 @@ class SimXenStore final : public XenStore {
     auto efd = make_eventfd();
     if (!efd) return efd.error();
     q->efd = std::move(*efd);
-    int ep = ::epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) return make_error(errno, "epoll_create1: " + errno_string(errno));
-    UniqueFd epfd(ep);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    if (::epoll_ctl(ep, EPOLL_CTL_ADD, q->efd.get(), &ev) != 0) {
-      return make_error(errno, "epoll_ctl: " + errno_string(errno));
-    }
-    if (int rfd = c->tr->readiness_fd(); rfd >= 0) {
-      if (::epoll_ctl(ep, EPOLL_CTL_ADD, rfd, &ev) != 0) {
-        return make_error(errno, "epoll_ctl: " + errno_string(errno));
-      }
-    }
+    auto epfd = make_epoll();
+    if (!epfd) return epfd.error();
+    XPV_TRY(epoll_add(epfd->get(), q->efd.get()));
+    if (int rfd = c->tr->readiness_fd(); rfd >= 0) XPV_TRY(epoll_add(epfd->get(), rfd));
     uint32_t id = c->next_instance++;
     c->router->add(id, q);
     return std::unique_ptr<XenStore>(
-        new SimXenStore(std::move(c), std::move(q), std::move(epfd), id));
+        new SimXenStore(std::move(c), std::move(q), std::move(*epfd), id));
   }
   ~SimXenStore() override {
     for (auto& [path, token] : watches_) {

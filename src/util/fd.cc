@@ -2,6 +2,7 @@
 #include "util/fd.h"
 
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
@@ -61,6 +62,26 @@ void eventfd_signal(int fd) {
   // EAGAIN only when the counter would overflow: it is then readable anyway.
   ssize_t r = ::write(fd, &one, sizeof one);
   (void)r;
+}
+
+Result<UniqueFd> make_epoll() {
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    int e = errno;
+    return make_error(e, "epoll_create1: " + errno_string(e));
+  }
+  return UniqueFd(ep);
+}
+
+Status epoll_add(int ep, int fd, uint64_t data) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = data;
+  if (::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    int e = errno;
+    return make_error(e, "epoll_ctl(ADD): " + errno_string(e));
+  }
+  return {};
 }
 
 uint64_t eventfd_drain(int fd) {

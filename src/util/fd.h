@@ -81,6 +81,11 @@ Result<UniqueFd> make_eventfd();
 void eventfd_signal(int fd);
 uint64_t eventfd_drain(int fd);
 
+// A close-on-exec epoll instance, and a level-triggered EPOLLIN watch of fd
+// on it (data.u64 = data).
+Result<UniqueFd> make_epoll();
+Status epoll_add(int ep, int fd, uint64_t data = 0);
+
 // "strerror" for control-path messages.
 std::string errno_string(int err);
 

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// A queue's live connection: what queue.cc, tx.cc and rx.cc share. Private
+// to the netfront.
+#pragma once
+
+#include "netfront/queue.h"
+
+namespace xpv {
+
+inline constexpr uint32_t kRingMask = QueueImpl::kRingSize - 1;
+// An rsp_event this far ahead of the consumer is never crossed: the backend
+// never notifies (poll mode keeps moving it along with the consumer).
+inline constexpr uint32_t kDisarmedDistance = 0x80000000u;
+
+struct QueueImpl::Conn {
+  domid_t backend = 0;
+  SharedPages tx_ring_page;
+  SharedPages rx_ring_page;
+  netif::TxFrontRing tx;
+  netif::RxFrontRing rx;
+  std::unique_ptr<BufferPool> tx_pool;
+  std::unique_ptr<BufferPool> rx_pool;
+  std::unique_ptr<LateEoiChannel> evt;
+  evtchn_port_t tx_port = 0;
+  evtchn_port_t rx_port = 0;
+  bool split = false;
+  bool sg = false;  // the backend takes multi-slot packets (feature-sg)
+  // RX extra-info types (bit per XEN_NETIF_EXTRA_TYPE_*) that what we
+  // negotiated allows the backend to send. None today: we write no
+  // feature-gso-* key, so an RX slot with NETRXF_extra_info is a violation.
+  uint32_t rx_extra_types = 0;
+
+  // TX: per pool slot (== request id).
+  std::array<TxSlot, kTxPoolSlots> tx_slots{};
+  uint32_t tx_in_flight = 0;  // slots
+
+  // RX: the pool slot posted at each ring index.
+  std::array<uint16_t, kRingSize> rx_posted{};
+  // Fragments of staged and in-assembly packets, in arrival order (a FIFO:
+  // packets are delivered in order, and a dropped packet is always the one
+  // being assembled, at the head).
+  std::array<RxFrag, kRxPoolSlots> frags{};
+  uint32_t frag_head = 0;  // next free (free-running)
+  uint32_t frag_tail = 0;  // oldest live
+  std::array<RxStaged, kRxPoolSlots> staged{};
+  uint32_t staged_head = 0;
+  uint32_t staged_tail = 0;
+  // The packet being assembled from several responses.
+  bool asm_active = false;
+  bool asm_bad = false;
+  bool asm_error_status = false;
+  bool asm_last_seen = false;  // its last data slot arrived (extras may follow)
+  uint32_t asm_first = 0;
+  uint16_t asm_nfrags = 0;
+  uint16_t asm_flags = 0;
+  uint32_t asm_len = 0;
+  bool extra_pending = false;
+
+  // Event counters already added to the queue's counters, per port.
+  EventCounters seen_tx;
+  EventCounters seen_rx;
+};
+
+}  // namespace xpv

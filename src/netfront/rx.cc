@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+// The RX half of a queue: receive, the RX response handler, refills.
+//
+// RX request ids are ring indices: the backend answers in the slot of the
+// request, echoing its id (netif.h). A packet is one response, or several
+// chained by NETRXF_more_data, optionally followed by extra-info slots
+// (NETRXF_extra_info) of negotiated types. Poll-mode receive hands whole
+// single-slot packets straight to the caller while it has room; everything
+// else is staged and delivered in order.
+#include <algorithm>
+#include <cstring>
+
+#include "netfront/queue_conn.h"
+
+namespace xpv {
+
+namespace {
+
+// The checks every RX response of a data slot passes, on the fast path and
+// the slow one: the id of the request at that ring index, and (for a data
+// status) an offset and length inside the page. A length of 0 still needs an
+// offset inside the page, hence the max.
+inline bool rx_response_ok(const netif::RxResponse& r, uint32_t idx) {
+  if (r.id != (idx & kRingMask)) return false;
+  if (r.status < 0) return true;  // an error status carries no data
+  return size_t{r.offset} + std::max<uint16_t>(static_cast<uint16_t>(r.status), 1) <= kPageSize;
+}
+
+}  // namespace
+
+uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
+  if (!enter()) return 0;
+  Conn& c = *conn_;
+  uint16_t n = 0;
+  uint64_t bytes = 0;
+  auto deliver_staged = [&] {
+    RxFragment frags[kMaxRxFrags];
+    BufferPool& pool = *c.rx_pool;
+    while (n < max && c.staged_tail != c.staged_head) {
+      const RxStaged& s = c.staged[c.staged_tail % kRxPoolSlots];
+      for (uint16_t f = 0; f < s.nfrags; ++f) {
+        const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
+        frags[f] = {pool.data(fr.slot) + fr.offset, fr.len};
+      }
+      const RxPacket pkt{frags, s.nfrags, s.len, s.flags};
+      if (!fn(ctx, pkt)) return false;
+      for (uint16_t f = 0; f < s.nfrags; ++f) {
+        pool.free(c.frags[(s.first_frag + f) % kRxPoolSlots].slot);
+      }
+      c.frag_tail += s.nfrags;
+      bytes += s.len;
+      ++c.staged_tail;
+      ++n;
+    }
+    return true;
+  };
+  if (!broken_.load(std::memory_order_relaxed)) {
+    if (mode() == QueueMode::kPoll) {
+      // Older packets first; then the handler, which delivers what it finds
+      // straight to the caller while the caller has room.
+      if (deliver_staged() && n < max) {
+        Direct d{fn, ctx, max, n, 0};
+        handle_rx_responses(&d);
+        n = d.n;
+        bytes += d.bytes;
+        if (n < max) deliver_staged();  // multi-slot packets it staged
+      }
+    } else {
+      eventfd_drain(kick_.get());
+      process_events();
+      if (!broken_.load(std::memory_order_relaxed)) deliver_staged();
+    }
+  }
+  if (n) {
+    count(kCounter_rx_packets, n);
+    count(kCounter_rx_bytes, bytes);
+  }
+  if (!broken_.load(std::memory_order_relaxed)) refill_rx(false);
+  leave();
+  return n;
+}
+
+bool QueueImpl::handle_rx_responses(Direct* direct) {
+  Conn& c = *conn_;
+  bool work = false;
+  // The caller's budget in locals: the callback is opaque to the compiler,
+  // so anything it could reach would be reloaded after every packet.
+  uint16_t dn = direct ? direct->n : 0;
+  uint16_t dmax = direct ? direct->max : 0;
+  uint64_t dbytes = 0;
+  auto finish = [&](bool result) {
+    if (direct) {
+      direct->n = dn;
+      direct->bytes += dbytes;
+    }
+    return result;
+  };
+  for (;;) {
+    ring::Available a = c.rx.available_responses();
+    if (a.overflow) {
+      protocol_violation(
+          "RX response producer %u is beyond the requests we posted "
+          "(RING_RESPONSE_PROD_OVERFLOW)",
+          ring::load_relaxed(c.rx.header()->rsp_prod));
+      return finish(true);
+    }
+    if (a.count == 0) {
+      refill_rx(false);
+      if (mode() == QueueMode::kPoll) {
+        c.rx.set_response_event(kDisarmedDistance);
+        return finish(work);
+      }
+      // RING_FINAL_CHECK_FOR_RESPONSES: an event for the next response.
+      ring::Available f = c.rx.final_check_for_responses();
+      if (f.count == 0 && !f.overflow) return finish(work);
+      continue;
+    }
+    work = true;
+    const uint32_t cons = c.rx.rsp_cons();
+    const uint16_t* const posted = c.rx_posted.data();
+    BufferPool& pool = *c.rx_pool;
+    uint8_t* const pages = pool.data(0);
+    const Queue::Deliver fn = direct ? direct->fn : nullptr;
+    void* const ctx = direct ? direct->ctx : nullptr;
+    bool simple = !c.asm_active && !c.extra_pending;
+    bool staged_empty = c.staged_tail == c.staged_head;
+    // One descriptor for every single-slot packet handed over in this batch
+    // (the callback gets it by const reference and may not keep it).
+    RxFragment fr{nullptr, 0};
+    RxPacket pkt{&fr, 1, 0, 0};
+    uint32_t freed[kRingSize];  // delivered slots, back to the pool once per batch
+    uint32_t nfreed = 0;
+    uint32_t k = 0;
+    for (; k < a.count; ++k) {
+      const uint32_t idx = cons + k;
+      const netif::RxResponse r = c.rx.response_at(idx);  // copied once
+      const uint16_t slot = posted[idx & kRingMask];
+      // Fast path, the common case: a whole packet in one slot (no more_data,
+      // no extra info, data) that passes the checks.
+      if (simple && !(r.flags & (netif::kRxMoreData | netif::kRxExtraInfo)) && r.status > 0 &&
+          rx_response_ok(r, idx)) [[likely]] {
+        const uint32_t len = static_cast<uint32_t>(r.status);
+        if (dn < dmax && staged_empty) {
+          // Poll mode: hand it to the caller at once (nothing older waits).
+          fr.data = pages + size_t{slot} * kPageSize + r.offset;
+          fr.len = len;
+          pkt.len = len;
+          pkt.flags = r.flags;
+          if (fn(ctx, pkt)) {
+            freed[nfreed++] = slot;
+            ++dn;
+            dbytes += len;
+            continue;
+          }
+          dmax = dn;  // the caller is full: stage the rest
+        }
+        const uint32_t f = c.frag_head++;
+        c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
+        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len};
+        staged_empty = false;
+        continue;
+      }
+      if (!rx_slow(idx, r, slot)) {
+        pool.free_bulk(freed, nfreed);
+        c.rx.consume_responses(k + 1);
+        return finish(true);
+      }
+      simple = !c.asm_active && !c.extra_pending;
+      staged_empty = c.staged_tail == c.staged_head;
+    }
+    pool.free_bulk(freed, nfreed);
+    c.rx.consume_responses(k);
+  }
+}
+
+// The rare RX responses: extra-info slots, multi-slot packets, error
+// statuses, and protocol violations. Returns false on a violation.
+bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot) {
+  Conn& c = *conn_;
+  if (c.extra_pending) {
+    // This slot carries a netif_extra_info (netif.h); its buffer holds no
+    // data. Only the types we negotiated may come.
+    netif::ExtraInfo e;
+    std::memcpy(&e, &r, sizeof e);
+    c.rx_pool->free(slot);
+    if (e.type >= 32 || !(c.rx_extra_types & (1u << e.type))) {
+      protocol_violation(
+          "RX extra-info slot at ring index %u has type %u, which we did not negotiate", idx,
+          e.type);
+      return false;
+    }
+    c.extra_pending = (e.flags & netif::kExtraFlagMore) != 0;
+  } else {
+    if (!rx_response_ok(r, idx)) {
+      c.rx_pool->free(slot);
+      if (r.id != (idx & kRingMask)) {
+        protocol_violation("RX response at ring index %u names id %u; that request had id %u", idx,
+                           r.id, idx & kRingMask);
+      } else {
+        protocol_violation("RX response offset %u + length %d lies outside its %zu-byte page",
+                           r.offset, r.status, kPageSize);
+      }
+      return false;
+    }
+    if ((r.flags & netif::kRxExtraInfo) && c.rx_extra_types == 0) {
+      c.rx_pool->free(slot);
+      protocol_violation(
+          "RX response at ring index %u has NETRXF_extra_info, but no extra-info type was "
+          "negotiated (no feature-gso-* written)",
+          idx);
+      return false;
+    }
+    if (!c.asm_active) {
+      c.asm_active = true;
+      c.asm_bad = c.asm_error_status = c.asm_last_seen = false;
+      c.asm_first = c.frag_head;
+      c.asm_nfrags = 0;
+      c.asm_len = 0;
+      c.asm_flags = r.flags;
+    }
+    if (r.status < 0) {
+      // NETIF_RSP_ERROR/DROPPED: the backend failed this packet.
+      c.asm_bad = c.asm_error_status = true;
+      c.rx_pool->free(slot);
+    } else if (c.asm_nfrags == kMaxRxFrags || c.asm_len + r.status > kMaxPacketLen) {
+      // More fragments or bytes than any packet may have: drop it.
+      c.asm_bad = true;
+      c.rx_pool->free(slot);
+    } else {
+      c.frags[c.frag_head++ % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(r.status)};
+      ++c.asm_nfrags;
+      c.asm_len += static_cast<uint32_t>(r.status);
+    }
+    if (r.flags & netif::kRxExtraInfo) c.extra_pending = true;
+    if (!(r.flags & netif::kRxMoreData)) c.asm_last_seen = true;
+  }
+  if (c.asm_active && c.asm_last_seen && !c.extra_pending) {
+    // The packet is complete.
+    c.asm_active = false;
+    if (c.asm_bad || c.asm_len == 0) {
+      for (uint32_t f = c.asm_first; f != c.frag_head; ++f) {
+        c.rx_pool->free(c.frags[f % kRxPoolSlots].slot);
+      }
+      c.frag_head = c.asm_first;
+      count(c.asm_error_status ? kCounter_rx_errors : kCounter_rx_dropped);
+    } else {
+      c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first, c.asm_nfrags, c.asm_flags,
+                                                  c.asm_len};
+    }
+  }
+  return true;
+}
+
+// Posts free RX buffers. Batched: only when a batch is free (or forced),
+// with at most one notification, and only if the backend asked for one.
+void QueueImpl::refill_rx(bool force) {
+  Conn& c = *conn_;
+  BufferPool& pool = *c.rx_pool;
+  const uint32_t want = std::min(c.rx.free_requests(), pool.available());
+  if (want == 0 || (!force && want < kRefillBatch)) return;
+  // Slot ids in bulk and the ring index in a local: the entry stores below
+  // could alias any member the compiler would otherwise reload.
+  uint32_t ids[kRingSize];
+  const uint32_t got = pool.alloc_bulk(ids, want);
+  const grant_ref_t* const refs = pool.refs();
+  uint16_t* const posted = c.rx_posted.data();
+  const uint32_t prod = c.rx.req_prod_pvt();
+  for (uint32_t i = 0; i < got; ++i) {
+    const uint32_t idx = prod + i;
+    netif::RxRequest& q = c.rx.request_at(idx);
+    q.id = static_cast<uint16_t>(idx & kRingMask);
+    q.pad = 0;
+    q.gref = refs[ids[i]];
+    posted[idx & kRingMask] = static_cast<uint16_t>(ids[i]);
+  }
+  c.rx.commit_requests(got);
+  count(kCounter_rx_refills);
+  const bool need = c.rx.push_requests_and_check_notify();
+  if (need && active_.load(std::memory_order_relaxed)) notify(c.rx_port);
+}
+
+}  // namespace xpv
