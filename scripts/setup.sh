@@ -17,6 +17,7 @@ PACKAGES=(
   dpdk dpdk-dev libdpdk-dev dpdk-doc
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev      # libFuzzer and sanitizer runtimes
+  g++-aarch64-linux-gnu         # the library must compile for arm64 (make test)
   valgrind                      # callgrind: instructions per packet (make bench)
   xz-utils ca-certificates
 )

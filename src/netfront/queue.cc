@@ -48,7 +48,6 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend, bo
                         int wake_fd) {
   if (conn_) return make_error(EBUSY, format("queue %u is already set up", index_));
   auto c = std::make_unique<Conn>();
-  c->backend = backend;
   c->split = split;
   c->sg = sg;
   wake_fd_ = wake_fd;

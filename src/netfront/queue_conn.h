@@ -13,7 +13,6 @@ inline constexpr uint32_t kRingMask = QueueImpl::kRingSize - 1;
 inline constexpr uint32_t kDisarmedDistance = 0x80000000u;
 
 struct QueueImpl::Conn {
-  domid_t backend = 0;
   SharedPages tx_ring_page;
   SharedPages rx_ring_page;
   netif::TxFrontRing tx;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "sim/hypervisor.h"
 
+#include "util/cpu.h"
+
 #include <xen/xen.h>
 #include <xen/grant_table.h>
 
@@ -38,16 +40,12 @@ class PinLock {
           std::this_thread::yield();
           spins = 0;
         } else {
-#if defined(__x86_64__) || defined(__i386__)
-          __builtin_ia32_pause();
-#endif
+          cpu_relax();
         }
       }
     }
   }
-  void unlock() {
-    flag_.store(false, std::memory_order_release);
-  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
 
  private:
   std::atomic<bool> flag_{false};
