@@ -915,6 +915,34 @@ TEST_F(NetbackTest, RequestProducerOverflowIsFatal) {
   expect_fatal(fe, "Impossible number of requests. req_prod 300, req_cons 0, size 256");
 }
 
+// RING_HAS_UNCONSUMED_REQUESTS' bound: with requests consumed but not yet
+// answered (late responses hold them), a req_prod moved back behind req_cons
+// still lies within RING_SIZE of rsp_prod, yet "req_prod - req_cons" is
+// nearly 2^32. That is an impossible producer, fatal; not 4 billion requests
+// to read from stale slots.
+TEST_F(NetbackTest, RequestProducerMovedBackIsFatal) {
+  Config cfg;
+  cfg.fault = Fault::kLateTxRsp;
+  cfg.fault_after = 0;
+  cfg.fault_arg = 60000;  // ms: no response is written during the test
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  for (int i = 0; i < 10; ++i)
+    fe.put_packet(fe.q(), pattern(100, static_cast<uint8_t>(i)), {100});
+  fe.push_tx(fe.q());
+  ASSERT_TRUE(wait_ctr(fe.domid(), &Counters::tx_packets, 10));
+  ring::store_release(fe.q().tx.header()->req_prod, 5);
+  ASSERT_TRUE(fe.ev().notify(fe.q().tx_port));
+  expect_fatal(fe, "Impossible number of requests. req_prod 5, req_cons 10, size 256");
+  // Nothing was read past the ten real requests.
+  const Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.tx_packets, 10u);
+  EXPECT_EQ(c.tx_dropped_short + c.tx_dropped_too_many_slots + c.tx_dropped_oversize_slot +
+                c.tx_dropped_bad_grant,
+            0u);
+}
+
 TEST_F(NetbackTest, PacketRunningPastTheProducerIsFatal) {
   start();
   Frontend fe(*hv);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The shared ring: index arithmetic across 2^32, notification suppression
 // (push-and-check / final-check), overflow detection, and the netif layout.
+// That the frontend copies each response out of the page once is checked on
+// the live queue, in test_response_reads.cc.
 #include <gtest/gtest.h>
 
 #include <xen/xen.h>
@@ -249,19 +251,65 @@ TEST(Ring, RequestProducerOverflowIsAPeerError) {
   EXPECT_EQ(a.count, 256u);
 }
 
-TEST(Ring, ResponsesAreCopiedOnce) {
+// Requests consumed but not answered: take the next `n` and answer none.
+void consume(TxBackRing& back, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i)
+    back.take_request();
+}
+void answer(TxBackRing& back, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    back.next_response() = TxResponse{0, netif::kRspOkay};
+    back.commit_response();
+  }
+  back.push_responses_and_check_notify();
+}
+
+TEST(Ring, RequestProducerMovedBackIsAPeerError) {
   Pair p;
-  p.send(1, 42);
-  p.answer_all();
-  auto a = p.front.available_responses();
-  ASSERT_EQ(a.count, 1u);
-  TxResponse r = p.front.take_response();
-  // The backend rewrites the slot after we copied it: our copy is unchanged.
-  auto* xs = reinterpret_cast<netif_tx_sring*>(&p.page);
-  xs->ring[0].rsp.id = 999;
-  xs->ring[0].rsp.status = -1;
-  EXPECT_EQ(r.id, 42);
-  EXPECT_EQ(r.status, 0);
+  p.send(10);
+  consume(p.back, 10);  // req_cons 10, rsp_prod_pvt 0
+  // req_prod 5 is within RING_SIZE of rsp_prod_pvt, yet behind req_cons:
+  // unbounded, "req_prod - req_cons" would be 2^32 - 5 requests.
+  p.front.header()->req_prod = 5;
+  auto a = p.back.available_requests();
+  EXPECT_TRUE(a.overflow);
+  EXPECT_EQ(a.count, 0u);
+  a = p.back.final_check_for_requests();
+  EXPECT_TRUE(a.overflow);
+  EXPECT_EQ(a.count, 0u);
+  // Back where it was: nothing unconsumed, no error.
+  p.front.header()->req_prod = 10;
+  a = p.back.available_requests();
+  EXPECT_FALSE(a.overflow);
+  EXPECT_EQ(a.count, 0u);
+}
+
+TEST(Ring, UnconsumedRequestsAreBoundedByTheResponseSpaceLeft) {
+  // RING_HAS_UNCONSUMED_REQUESTS: min(req_prod - req_cons,
+  // RING_SIZE - (req_cons - rsp_prod_pvt)); more is a peer error.
+  for (uint32_t start : {0u, 0xFFFFFFFFu - 5}) {
+    Pair p(start);
+    p.send(10);
+    consume(p.back, 10);
+    answer(p.back, 4);  // 6 unanswered: room for 250 more requests
+    p.front.header()->req_prod = start + 10 + 250;
+    auto a = p.back.available_requests();
+    EXPECT_FALSE(a.overflow) << start;
+    EXPECT_EQ(a.count, 250u) << start;
+    p.front.header()->req_prod = start + 10 + 251;
+    a = p.back.available_requests();
+    EXPECT_TRUE(a.overflow) << start;
+    EXPECT_EQ(a.count, 0u) << start;
+    // Every value of req_prod: the count never exceeds the bound.
+    for (uint64_t v = 0; v <= 0xFFFFFFFFull; v += 0x10001ull) {
+      p.front.header()->req_prod = static_cast<uint32_t>(v);
+      a = p.back.available_requests();
+      EXPECT_LE(a.count, 250u);
+      if (a.overflow) {
+        EXPECT_EQ(a.count, 0u);
+      }
+    }
+  }
 }
 
 TEST(Ring, NotifyDecisionMatchesXenMacroEverywhere) {

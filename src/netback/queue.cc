@@ -123,6 +123,31 @@ void Queue::stop() {
   thread_.join();
 }
 
+ring::Available Queue::tx_requests() {
+  const ring::Available a = tx_.available_requests();
+  if (a.overflow && !vif_.disabled.load(std::memory_order_relaxed)) {
+    // RING_REQUEST_PROD_OVERFLOW, or a req_prod moved back behind req_cons.
+    ctr_.fatal_errors.add();
+    vif_.report_fatal("Impossible number of requests. req_prod %u, req_cons %u, size %u",
+                      ring::load_relaxed(tx_.header()->req_prod), tx_.req_cons(),
+                      netif::kTxRingSize);
+  }
+  return a;
+}
+
+ring::Available Queue::rx_requests() {
+  const ring::Available a = rx_.available_requests();
+  if (a.overflow && !vif_.disabled.load(std::memory_order_relaxed)) {
+    // Linux does not check this on RX; a req_prod beyond the bound can only
+    // be a broken frontend, so we treat it as TX's overflow.
+    ctr_.fatal_errors.add();
+    vif_.report_fatal("Impossible number of RX requests. req_prod %u, req_cons %u, size %u",
+                      ring::load_relaxed(rx_.header()->req_prod), rx_.req_cons(),
+                      netif::kRxRingSize);
+  }
+  return a;
+}
+
 void Queue::notify(evtchn_port_t port) {
   Status s = eoi_->channel().notify(port);
   if (s.failed()) log_debug("%s-q%u: notify: %s", vif_.name.c_str(), index(), s.message().c_str());
@@ -141,7 +166,7 @@ bool Queue::rx_event_work() {
   // requests, or a stalled queue whose frontend posted requests again.
   bool work = false;
   if (!stall_rx_active_) {
-    const auto a = rx_.available_requests();
+    const auto a = rx_requests();
     if (stalled_ && (a.overflow || a.count > 0)) work = true;
     if (cfg_.mode == Mode::kSource && a.count > 0) work = true;
     if (rx_ready_for_head()) {

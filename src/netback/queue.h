@@ -89,6 +89,13 @@ class Queue {
   bool rx_event_work();
   bool count_event(bool work, const char* what);
   void notify(evtchn_port_t port);
+  // The frontend's unconsumed requests on each ring, bounded as
+  // RING_HAS_UNCONSUMED_REQUESTS bounds them (BackRing::available_requests).
+  // An impossible req_prod is the frontend's protocol violation: counted,
+  // logged and the vif disabled (Linux's xenvif_fatal_tx_err) before the
+  // overflow is returned, so no caller serves garbage or fails silently.
+  ring::Available tx_requests();
+  ring::Available rx_requests();
   // What wakes the worker (stop, and in bridge mode other workers' frames).
   int wake_fd() const { return inbox_ ? inbox_->wake_fd() : wake_.get(); }
 

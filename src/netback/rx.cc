@@ -47,11 +47,11 @@ void Queue::rx_arm_event(uint32_t prod) {
 bool Queue::rx_ready_for_head() {
   if (fifo_.empty()) return false;
   const uint32_t needed = slots_for(fifo_.front().len);
-  auto a = rx_.available_requests();
+  auto a = rx_requests();
   if (a.overflow || a.count >= needed) return true;
   if (cfg_.busy_poll) return false;
   rx_arm_event(rx_.req_cons() + a.count);
-  a = rx_.available_requests();
+  a = rx_requests();
   return a.overflow || a.count >= needed;
 }
 
@@ -61,16 +61,8 @@ bool Queue::rx_action() {
   const uint64_t now = now_ns();
   while (!fifo_.empty() && rx_pkts_.size() < kRxBatchPackets) {
     if (!rx_ready_for_head()) break;  // RX stall: the packet waits
-    const auto a = rx_.available_requests();
-    if (a.overflow) {
-      // Linux does not check this on RX; a req_prod beyond the ring can only
-      // be a broken frontend, so we treat it as TX's overflow.
-      ctr_.fatal_errors.add();
-      vif_.report_fatal("Impossible number of RX requests. req_prod %u, req_cons %u, size %u",
-                        ring::load_relaxed(rx_.header()->req_prod), rx_.req_cons(),
-                        netif::kRxRingSize);
-      break;
-    }
+    const auto a = rx_requests();
+    if (a.overflow) break;  // fatal, reported
     const RxFifo::Packet& p = fifo_.front();
     const uint8_t* data = fifo_.data(p);
     RxPacket rp{static_cast<uint32_t>(rx_slots_.size()), 0, p.len};
@@ -158,7 +150,7 @@ void Queue::rx_drop_expired(uint64_t now) {
 // off: what is queued and what arrives is dropped) until it posts again.
 bool Queue::rx_check_stall(uint64_t now) {
   if (vif_.stall_timeout_ns == 0) return false;
-  const auto a = rx_.available_requests();
+  const auto a = rx_requests();
   if (a.overflow) return false;
   if (!stalled_) {
     if (a.count > 0 || fifo_.empty()) return false;
@@ -173,12 +165,12 @@ bool Queue::rx_check_stall(uint64_t now) {
     if (!cfg_.busy_poll) {
       // Hear about the next request even with nothing queued.
       rx_arm_event(rx_.req_cons());
-      if (rx_.available_requests().count == 0) return true;
+      if (rx_requests().count == 0) return true;
     } else {
       return true;
     }
   }
-  if (rx_.available_requests().count == 0) return false;
+  if (rx_requests().count == 0) return false;
   // xenvif_queue_carrier_on(): reset stall detection.
   stalled_ = false;
   last_rx_ns_ = now;

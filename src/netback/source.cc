@@ -46,7 +46,7 @@ bool Queue::source_generate(uint64_t now) {
   if (cfg_.source_rate == 0) {
     // As fast as the ring allows: as many frames as the posted requests can
     // take beyond what is already queued.
-    const auto a = rx_.available_requests();
+    const auto a = rx_requests();
     if (a.overflow) return false;
     const uint32_t per =
         (size + static_cast<uint32_t>(kPageSize) - 1) / static_cast<uint32_t>(kPageSize);
@@ -56,7 +56,7 @@ bool Queue::source_generate(uint64_t now) {
       if (fifo_.empty() && !cfg_.busy_poll) {
         // Hear about the frontend's next request.
         rx_arm_event(rx_.req_cons() + a.count);
-        if (rx_.available_requests().count / per > 0) return true;
+        if (rx_requests().count / per > 0) return true;
       }
       return false;
     }

@@ -24,15 +24,8 @@ bool Queue::tx_action() {
   tx_more_ = false;
   for (;;) {
     if (vif_.disabled.load(std::memory_order_relaxed)) break;
-    auto a = tx_.available_requests();
-    if (a.overflow) {
-      // RING_REQUEST_PROD_OVERFLOW: req_prod claims more than the ring holds.
-      ctr_.fatal_errors.add();
-      vif_.report_fatal("Impossible number of requests. req_prod %u, req_cons %u, size %u",
-                        ring::load_relaxed(tx_.header()->req_prod), tx_.req_cons(),
-                        netif::kTxRingSize);
-      break;
-    }
+    auto a = tx_requests();
+    if (a.overflow) break;  // fatal, reported
     if (a.count == 0) {
       // Respond to what we have, then re-arm (RING_FINAL_CHECK_FOR_REQUESTS
       // in xenvif_napi_schedule_or_enable_events). Busy polling keeps the
@@ -40,7 +33,7 @@ bool Queue::tx_action() {
       tx_flush();
       if (cfg_.busy_poll) break;
       a = tx_.final_check_for_requests();
-      if (a.overflow) continue;  // reported above
+      if (a.overflow) continue;  // reported by tx_requests() above
       if (a.count == 0) break;
     }
     if (done >= kTxPacketsPerCall) {

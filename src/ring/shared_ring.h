@@ -19,8 +19,8 @@
 //    fence the consumer places between writing *_event and re-reading the
 //    producer index in final_check: one of the two sides always sees the other;
 //  - a consumer reads the producer index with acquire, then copies entries out
-//    of the shared page once (a hostile peer may rewrite them; we never read an
-//    entry twice).
+//    of the shared page once (copy_once: a hostile peer may rewrite them; we
+//    never read an entry twice).
 #pragma once
 
 #include <atomic>
@@ -84,14 +84,25 @@ inline void full_fence() {
 }
 
 // Copies one entry out of the shared page exactly once (ring.h's
-// RING_COPY_REQUEST/RESPONSE). The signal fence is a compiler barrier: after
-// it the compiler cannot assume the shared bytes still equal the copy, so it
-// must use the copy and never re-read the page.
+// RING_COPY_REQUEST/RESPONSE, a volatile copy): whole words through volatile
+// loads, so the compiler emits exactly one load per word, never splits,
+// repeats or defers one (a memcpy may be any sequence of loads, and a
+// library memcpy of 8 bytes reads them twice). Every field is then taken
+// from the local copy. Entries of 8, 16... bytes move as 64-bit words (an
+// RX response: one load), others as 32-bit words (a TX response: one load).
+// Entries are 4-byte aligned (netif's grant refs), hence aligned(4).
 template <typename T>
 inline T copy_once(const T* shared) {
+  static_assert(sizeof(T) % 4 == 0, "ring entries are whole 32-bit words");
+  using Word = std::conditional_t<sizeof(T) % 8 == 0, uint64_t, uint32_t>;
+  typedef Word __attribute__((may_alias, aligned(4))) SharedWord;
+  constexpr size_t kWords = sizeof(T) / sizeof(Word);
+  const volatile SharedWord* src = reinterpret_cast<const volatile SharedWord*>(shared);
+  Word words[kWords];
+  for (size_t i = 0; i < kWords; ++i)
+    words[i] = src[i];
   T local;
-  std::memcpy(&local, shared, sizeof(T));
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  std::memcpy(&local, words, sizeof(T));
   return local;
 }
 
@@ -237,14 +248,19 @@ class BackRing {
   SharedRingHeader* header() const { return hdr_; }
 
   // --- requests (we consume) ---
-  // Requests published beyond ours; overflow when req_prod claims more than
-  // the ring can hold (RING_REQUEST_PROD_OVERFLOW: netback treats that as a
-  // fatal "impossible number of requests").
+  // Requests published beyond ours, bounded as RING_HAS_UNCONSUMED_REQUESTS
+  // bounds them: never more than the response space left, RING_SIZE minus
+  // the requests consumed but not yet answered. A req_prod beyond that bound
+  // is a peer error (overflow, count 0; netback treats it as a fatal
+  // "impossible number of requests"): one claiming more than the ring holds
+  // (RING_REQUEST_PROD_OVERFLOW) and one moved back behind req_cons, which
+  // unbounded unsigned arithmetic would read as nearly 2^32 requests.
   Available available_requests() {
     const uint32_t prod = load_acquire(hdr_->req_prod);  // xen_rmb
-    if (static_cast<uint32_t>(prod - rsp_prod_pvt_) > kSize) return {0, true};
-    return {prod - req_cons_, false};
+    return bound_requests(prod - req_cons_);
   }
+  // Copies out the next request (call only while available_requests()
+  // counted one), and advances the consumer index.
   Req take_request() { return copy_once(&entries_[req_cons_++ & Layout::kMask].req); }
   // Ask for no notification until `ahead` more requests are published (a
   // busy-polling backend keeps this far ahead; an idle one uses 1).
@@ -263,6 +279,8 @@ class BackRing {
   }
 
   // --- responses (we produce) ---
+  // The slot for the next response: at most unanswered() of them may be
+  // written before the requests they answer are consumed.
   Rsp& next_response() { return entries_[rsp_prod_pvt_ & Layout::kMask].rsp; }
   void commit_response() { ++rsp_prod_pvt_; }
   uint32_t rsp_prod_pvt() const { return rsp_prod_pvt_; }
@@ -278,6 +296,14 @@ class BackRing {
   }
 
  private:
+  // `claimed` = req_prod - req_cons as read; unanswered() <= kSize always
+  // holds, as we only consume what an earlier call bounded.
+  Available bound_requests(uint32_t claimed) const {
+    const uint32_t room = kSize - unanswered();  // RING_HAS_UNCONSUMED_REQUESTS' rsp
+    if (claimed > room) return {0, true};
+    return {claimed, false};
+  }
+
   SharedRingHeader* hdr_ = nullptr;
   Entry* entries_ = nullptr;
   uint32_t rsp_prod_pvt_ = 0;
