@@ -56,6 +56,62 @@ TEST_F(PoolFixture, SlotsAreGrantedOnceAndReused) {
   EXPECT_EQ(m->data()[123], 0x4E);
 }
 
+// Takes every free slot; fails the test if one is handed out twice.
+std::set<uint32_t> drain(BufferPool& p) {
+  std::set<uint32_t> seen;
+  uint32_t s;
+  while (p.alloc(&s)) {
+    EXPECT_TRUE(seen.insert(s).second) << "slot " << s << " handed out twice";
+    if (seen.size() > p.size()) break;
+  }
+  return seen;
+}
+
+TEST_F(PoolFixture, ASlotHandedBackTwiceIsRefusedAndCounted) {
+  auto pool = BufferPool::create(*sharer, kDom0, 8, true);
+  ASSERT_TRUE(pool);
+  BufferPool& p = **pool;
+  uint32_t a = 0, b = 0;
+  ASSERT_TRUE(p.alloc(&a));
+  ASSERT_TRUE(p.alloc(&b));
+  p.free(a);
+  p.free(a);  // again: refused
+  EXPECT_EQ(p.double_frees(), 1u);
+  EXPECT_EQ(p.available(), 7u);
+  // Twice in one bulk return, once more for a slot already free, and an id
+  // that is no slot of this pool.
+  const uint32_t back[] = {b, b, a, 8, 0xFFFFFFFFu};
+  p.free_bulk(back, 5);
+  EXPECT_EQ(p.double_frees(), 5u);
+  EXPECT_EQ(p.available(), 8u);
+  // The pool is intact: eight distinct slots, each page its own.
+  auto seen = drain(p);
+  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_EQ(p.available(), 0u);
+  // Bulk allocation marks slots as taken too: each comes back exactly once.
+  std::vector<uint32_t> all(seen.begin(), seen.end());
+  p.free_bulk(all.data(), 8);
+  EXPECT_EQ(p.double_frees(), 5u);
+  uint32_t got[8];
+  ASSERT_EQ(p.alloc_bulk(got, 8), 8u);
+  p.free_bulk(got, 8);
+  p.free_bulk(got, 8);
+  EXPECT_EQ(p.double_frees(), 13u);
+  EXPECT_EQ(drain(p).size(), 8u);
+}
+
+TEST_F(PoolFixture, ASlotHandedBackAfterTeardownIsRefused) {
+  auto pool = BufferPool::create(*sharer, kDom0, 4, true);
+  ASSERT_TRUE(pool);
+  uint32_t a = 0;
+  ASSERT_TRUE((*pool)->alloc(&a));
+  (*pool)->teardown();
+  (*pool)->free(a);
+  uint32_t s = 0;
+  EXPECT_FALSE((*pool)->alloc(&s));  // its page's access has ended
+  EXPECT_EQ((*pool)->double_frees(), 1u);
+}
+
 TEST_F(PoolFixture, LocateFindsSlotAndOffset) {
   auto pool = BufferPool::create(*sharer, kDom0, 4, false);
   ASSERT_TRUE(pool);

@@ -6,10 +6,12 @@
 namespace xpv {
 
 BufferPool::BufferPool(SharedPages pages, uint32_t size)
-    : pages_(std::move(pages)), size_(size), free_(size), free_top_(size) {
+    : pages_(std::move(pages)), size_(size), free_(size), pos_(size), free_top_(size) {
   // Slot 0 is handed out first.
-  for (uint32_t i = 0; i < size; ++i)
+  for (uint32_t i = 0; i < size; ++i) {
     free_[i] = size - 1 - i;
+    pos_[size - 1 - i] = i;
+  }
 }
 
 Result<std::unique_ptr<BufferPool>> BufferPool::create(GrantSharer& sharer, domid_t backend,
@@ -45,6 +47,7 @@ PoolTeardownReport BufferPool::teardown() {
   r.returned = e.ended;
   r.still_mapped = e.still_mapped;
   r.unknown = e.unknown;
+  // Nothing is handed out again; a slot handed back later is refused.
   free_top_ = 0;
   return r;
 }

@@ -178,12 +178,11 @@ class QueueImpl {
   // The TX response handler: consumes the responses waiting, up to
   // `max_packets` completed packets. Returns the packets completed; *work
   // says whether it consumed any response.
+  // kBudget: stop before the packet that would exceed max_packets (for
+  // tx_done_cleanup); the handler proper has no budget and counts nothing.
+  template <bool kBudget>
   uint32_t reap_tx(uint32_t max_packets, bool* work);
-  bool handle_tx_responses() {
-    bool work = false;
-    reap_tx(UINT32_MAX, &work);
-    return work;
-  }
+  bool handle_tx_responses();
   // Poll-mode receive hands complete single-slot packets straight to its
   // caller while it has room (no staging).
   struct Direct {

@@ -161,14 +161,15 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
         continue;
       }
       if (!rx_slow(idx, r, slot)) {
-        pool.free_bulk(freed, nfreed);
+        pool.free_bulk_owned(freed, nfreed);
         c.rx.consume_responses(k + 1);
         return finish(true);
       }
       simple = !c.asm_active && !c.extra_pending;
       staged_empty = c.staged_tail == c.staged_head;
     }
-    pool.free_bulk(freed, nfreed);
+    // Each slot was posted at a ring index consumed just now, once.
+    pool.free_bulk_owned(freed, nfreed);
     c.rx.consume_responses(k);
   }
 }

@@ -52,6 +52,7 @@ inline void put_request(netif::TxRequest& q, grant_ref_t gref, uint32_t offset, 
 // of ours that is in flight; the status is OKAY, ERROR or DROPPED (we never
 // send extra-info slots, so NETIF_RSP_NULL answers nothing of ours); the
 // producer is not beyond what we published.
+template <bool kBudget>
 uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
   Conn& c = *conn_;
   uint32_t packets = 0;
@@ -65,12 +66,12 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
       *work = true;
       return packets;
     }
-    if (a.count == 0 || packets >= max_packets) {
-      if (a.count == 0 && mode() == QueueMode::kPoll) {
+    if (kBudget && a.count && packets >= max_packets) return packets;  // the rest stays
+    if (a.count == 0) {
+      if (mode() == QueueMode::kPoll) {
         c.tx.set_response_event(kDisarmedDistance);
         return packets;
       }
-      if (a.count) return packets;  // the budget is spent; the rest stays
       rearm_tx();
       if (c.tx.available_responses().count == 0) return packets;
       continue;  // answered while we re-armed
@@ -102,14 +103,16 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
         if (slots[r.id].head)
           count(r.status == netif::kRspDropped ? kCounter_tx_dropped : kCounter_tx_errors);
       }
-      if (slots[r.id].head) {
+      if (kBudget && slots[r.id].head) {
         if (packets == max_packets) break;  // the next packet is beyond the budget
         ++packets;
       }
       slots[r.id] = TxSlot{};
       freed[nfreed++] = r.id;
     }
-    pool.free_bulk(freed, nfreed);
+    // Each id was in flight, and is no longer: the slot table proved that
+    // the pool has not got them back already.
+    pool.free_bulk_owned(freed, nfreed);
     c.tx_in_flight -= nfreed;
     if (violation) [[unlikely]] {
       c.tx.consume_responses(k + 1);
@@ -319,6 +322,12 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   return {1, static_cast<uint32_t>(len), reclaimed};
 }
 
+bool QueueImpl::handle_tx_responses() {
+  bool work = false;
+  reap_tx<false>(UINT32_MAX, &work);
+  return work;
+}
+
 // DPDK's tx_done_cleanup: the handler, run now at the caller's request
 // (not by the transmit path), up to `max` completed packets.
 uint32_t QueueImpl::tx_done_cleanup(uint32_t max) {
@@ -327,7 +336,7 @@ uint32_t QueueImpl::tx_done_cleanup(uint32_t max) {
   if (!broken_.load(std::memory_order_relaxed)) {
     ScopedFlag h(in_handler_);
     bool work = false;
-    done = reap_tx(max == 0 ? UINT32_MAX : max, &work);
+    done = reap_tx<true>(max == 0 ? UINT32_MAX : max, &work);
   }
   leave();
   return done;
