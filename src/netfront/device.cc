@@ -351,8 +351,32 @@ class Device::Impl {
     retry_at_ = now_ms();
   }
 
+  // A read for the state machine: false when it failed, which ends this
+  // step (the next event or timer tick tries again). A lost platform
+  // connection is handled here; any other failure is logged, once per
+  // distinct message, as nothing can be decided without the node.
+  bool read_node(const std::string& path, std::optional<std::string>* out) {
+    auto v = xs_->try_read(kXsNoTransaction, path);
+    if (!v) {
+      if (v.error().code == ENOTCONN) {
+        platform_lost(v.error().message);
+      } else {
+        if (v.error().message != last_read_error_) {
+          last_read_error_ = v.error().message;
+          log_error("vif %u: reading %s: %s; retrying every %lu ms", cfg_.vif, path.c_str(),
+                    last_read_error_.c_str(), static_cast<unsigned long>(kRetryMs));
+        }
+        reread_at_ = now_ms() + kRetryMs;
+      }
+      return false;
+    }
+    *out = std::move(*v);
+    return true;
+  }
+
   // One step of the state machine: look at both ends and act.
   void step() {
+    reread_at_ = 0;
     if (!want_connected_) return;
     const uint64_t now = now_ms();
     if (phase_ == Phase::kPlatformLost) {
@@ -378,12 +402,9 @@ class Device::Impl {
         break;
       }
     }
-    auto fe_dir = xs_->try_read(kXsNoTransaction, info_.frontend_path + "/backend");
+    std::optional<std::string> fe_dir;
+    if (!read_node(info_.frontend_path + "/backend", &fe_dir)) return;
     if (!fe_dir) {
-      if (fe_dir.error().code == ENOTCONN) platform_lost(fe_dir.error().message);
-      return;
-    }
-    if (!*fe_dir) {
       // The vif was removed (network-detach): its backend is gone with it.
       if (phase_ != Phase::kWaitDevice) {
         stop_queues();
@@ -398,14 +419,16 @@ class Device::Impl {
       if (s.failed()) return;
       set_phase(Phase::kNegotiate);
     }
-    if (**fe_dir != info_.backend_path) {
+    if (*fe_dir != info_.backend_path) {
       Status s = read_info();  // the backend moved
       if (s.failed()) return;
     }
-    auto fe = parse_state(*xs_->try_read(kXsNoTransaction, info_.frontend_path + "/state"));
-    auto bs_raw = xs_->try_read(kXsNoTransaction, info_.backend_path + "/state");
-    if (!bs_raw) return;
-    auto be = parse_state(*bs_raw);
+    std::optional<std::string> fe_raw, be_raw;
+    if (!read_node(info_.frontend_path + "/state", &fe_raw)) return;
+    if (!read_node(info_.backend_path + "/state", &be_raw)) return;
+    last_read_error_.clear();  // every read of this step worked
+    const auto fe = parse_state(fe_raw);
+    const auto be = parse_state(be_raw);
 
     switch (phase_) {
       case Phase::kIdle:
@@ -507,6 +530,7 @@ class Device::Impl {
     };
     if (phase_ == Phase::kPlatformLost || phase_ == Phase::kNegotiate) consider(retry_at_);
     if (phase_ == Phase::kWaitConnected || phase_ == Phase::kClosing) consider(deadline_);
+    consider(reread_at_);
     itimerspec its{};
     if (due) {
       uint64_t now = now_ms();
@@ -607,8 +631,10 @@ class Device::Impl {
   std::unique_ptr<XenStore> xs_;
   std::unique_ptr<GrantSharer> sharer_;
   std::vector<std::unique_ptr<QueueImpl>> queues_;
+  QueueImpl unconnected_queue_{kMaxQueues};  // what queue() answers for a bad index
   DeviceInfo info_;
   std::string be_watched_;
+  std::string last_read_error_;  // the last failure of read_node(), logged once
   Phase phase_ = Phase::kIdle;
   LinkState link_ = LinkState::kDown;
   bool link_dirty_ = false;
@@ -617,6 +643,7 @@ class Device::Impl {
   uint64_t reconnects_ = 0;
   uint64_t deadline_ = 0;
   uint64_t retry_at_ = 0;
+  uint64_t reread_at_ = 0;  // a read of step() failed: step again then
   std::optional<Error> fatal_;
   std::function<void(const DeviceEvent&)> cb_;
   UniqueFd epfd_, wake_, timer_;
@@ -659,7 +686,14 @@ uint32_t Device::num_queues() const {
   return static_cast<uint32_t>(impl_->queues_.size());
 }
 Queue& Device::queue(uint32_t i) {
-  return impl_->queues_.at(i)->api();
+  if (i < impl_->queues_.size()) [[likely]]
+    return impl_->queues_[i]->api();
+  // A caller's bug, but the library never throws (vector::at would): name
+  // it and hand out a queue that is never connected, whose calls all do
+  // nothing (transmit and receive take 0 packets).
+  log_error("vif %u: queue %u requested, but the device has %zu queue%s", impl_->cfg_.vif, i,
+            impl_->queues_.size(), impl_->queues_.size() == 1 ? "" : "s");
+  return impl_->unconnected_queue_.api();
 }
 void Device::set_link_callback(std::function<void(const DeviceEvent&)> cb) {
   impl_->cb_ = std::move(cb);
