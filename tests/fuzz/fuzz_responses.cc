@@ -1,21 +1,32 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: a hostile backend writes arbitrary responses, producer
-// indices and event fields into a live queue's shared rings, interleaved with
-// traffic, while the frontend transmits, receives and polls.
+// indices and event fields into a live queue's shared rings, and notifies its
+// event channel, interleaved with traffic, while the frontend transmits
+// (copied single- and multi-segment packets, zero-copy pages lent by
+// tx_buffer()), receives, polls, reaps and sleeps, in poll or event mode.
 //
 // The frontend must never crash, read or write out of bounds (ASan), hang,
-// or lose track of a buffer: after every input, tearing the queue down must
-// account for every granted page, and every fragment handed to the receive
-// callback must lie in memory we may read and add up to the packet length.
+// or lose track of a buffer:
+//  - after every step (no response is ever half-consumed between calls), the
+//    leak oracle: every TX pool slot is free, in flight or lent; every slot
+//    in flight is a request not yet answered; every RX pool slot is free,
+//    posted or held (QueueImpl::accounting());
+//  - every fragment handed to the receive callback lies in memory we may
+//    read and the fragments add up to the packet length;
+//  - at the end, tearing the queue down accounts for every granted page.
+//
+// Input: one byte of set-up (bit 0 split event channels, bit 1 event mode,
+// bit 2 a backend without feature-sg), then steps of one opcode byte and
+// its operands; missing bytes read as 0.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "netfront/queue.h"
-#include "xpv/log.h"
 #include "sim/client.h"
 #include "sim/hypervisor.h"
+#include "xpv/log.h"
 
 using namespace xpv;
 
@@ -24,20 +35,25 @@ namespace {
 struct World {
   std::unique_ptr<sim::Hypervisor> hv;
   std::unique_ptr<Platform> domu;
+  std::unique_ptr<Platform> dom0;
   std::unique_ptr<GrantSharer> sharer;
+  std::unique_ptr<EventChannel> backend_evt;  // the backend's end of the queue's channels
   UniqueFd wake;
 };
 
 World& world() {
   static World* w = [] {
     set_log_level(LogLevel::kError);
+    set_log_sink([](LogLevel, std::string_view) {});  // violations are expected
     auto* x = new World();
     sim::HypervisorConfig cfg;
     cfg.pages_per_domain = 4096;
     cfg.grants_per_domain = 2048;
     x->hv = std::move(*sim::Hypervisor::create(cfg));
     x->domu = std::move(*sim::local_platform(*x->hv, false));
+    x->dom0 = std::move(*sim::local_platform(*x->hv, true));
     x->sharer = std::move(*x->domu->open_grant_sharer());
+    x->backend_evt = std::move(*x->dom0->open_event_channel());
     x->wake = std::move(*make_eventfd());
     return x;
   }();
@@ -57,6 +73,46 @@ struct Input {
   uint32_t u32() { return u16() | static_cast<uint32_t>(u16()) << 16; }
 };
 
+[[noreturn]] void leak(const char* what, const QueueImpl::Accounting& a, int step) {
+  std::fprintf(stderr,
+               "fuzz: leak oracle after step %d: %s\n"
+               "  tx: pool %u = free %u + in flight %u + lent %u; requests unanswered %u\n"
+               "  rx: pool %u = free %u + posted %u + held %u\n",
+               step, what, a.tx_pool_size, a.tx_pool_free, a.tx_slots_in_flight, a.tx_slots_lent,
+               a.tx_requests_unanswered, a.rx_pool_size, a.rx_pool_free, a.rx_buffers_posted,
+               a.rx_buffers_held);
+  std::abort();
+}
+
+// The leak oracle. A broken queue stops consuming at the violating response
+// (it owns no buffer, or names one it may not), so only the pool sums hold
+// then; the device tears it down next.
+void check_accounting(const QueueImpl& q, int step) {
+  const QueueImpl::Accounting a = q.accounting();
+  if (a.tx_pool_free + a.tx_slots_in_flight + a.tx_slots_lent != a.tx_pool_size)
+    leak("a TX pool slot is neither free, nor in flight, nor lent", a, step);
+  if (a.rx_pool_free + a.rx_buffers_posted + a.rx_buffers_held != a.rx_pool_size)
+    leak("an RX pool slot is neither free, nor posted, nor held", a, step);
+  if (!q.broken() && a.tx_slots_in_flight != a.tx_requests_unanswered)
+    leak("TX slots in flight differ from the requests not yet answered", a, step);
+}
+
+uint64_t g_checksum = 0;
+
+bool touch_packet(void*, const RxPacket& p) {
+  uint32_t total = 0;
+  for (uint16_t f = 0; f < p.nfrags; ++f) {
+    for (uint32_t i = 0; i < p.frags[f].len; ++i)
+      g_checksum += p.frags[f].data[i];
+    total += p.frags[f].len;
+  }
+  if (total != p.len) {
+    std::fprintf(stderr, "fuzz: fragments add up to %u bytes, the packet says %u\n", total, p.len);
+    std::abort();
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -64,10 +120,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
   auto q = std::make_unique<QueueImpl>(0);
   if (q->init().failed()) std::abort();
-  const bool split = in.u8() & 1;
-  if (q->setup(*w.domu, *w.sharer, kDom0, split, /*sg=*/true, w.wake.get()).failed()) std::abort();
-  q->set_mode(QueueMode::kPoll);
+  const uint8_t setup = in.u8();
+  const bool split = setup & 1;
+  const bool sg = !(setup & 4);
+  if (q->setup(*w.domu, *w.sharer, kDom0, split, sg, w.wake.get()).failed()) std::abort();
+  // The backend's ends of the channel(s), so that it can notify.
+  const QueueKeys keys = q->keys();
+  const domid_t self = w.domu->self_domid();
+  auto tx_port = w.backend_evt->bind_interdomain(self, keys.tx_port);
+  if (!tx_port) std::abort();
+  evtchn_port_t rx_port = *tx_port;
+  if (split) {
+    auto p = w.backend_evt->bind_interdomain(self, keys.rx_port);
+    if (!p) std::abort();
+    rx_port = *p;
+  }
+  q->set_mode(setup & 2 ? QueueMode::kEvent : QueueMode::kPoll);
   q->start();
+  Queue& api = q->api();
   netif::TxFrontRing* tx = q->tx_ring();
   netif::RxFrontRing* rx = q->rx_ring();
   ring::SharedRingHeader* txh = tx->header();
@@ -75,11 +145,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto* txe = reinterpret_cast<netif::TxFrontRing::Entry*>(txh + 1);
   auto* rxe = reinterpret_cast<netif::RxFrontRing::Entry*>(rxh + 1);
   static uint8_t payload[70000];
-  uint64_t checksum = 0;
+  uint8_t* lent[8] = {};   // pages from tx_buffer(), still ours: packet data may live there
+  uint8_t* stale[8] = {};  // pages given back or sent: never data again, only freed again
+  check_accounting(*q, -1);
 
-  for (int steps = 0; steps < 512 && !in.empty(); ++steps) {
-    switch (in.u8() % 8) {
-      case 0: {  // transmit a few packets of fuzzed sizes
+  int step = 0;
+  for (; step < 512 && !in.empty(); ++step) {
+    switch (in.u8() % 14) {
+      case 0: {  // transmit a few single-segment packets of fuzzed sizes
         TxSegment segs[8];
         TxPacket pkts[8];
         const uint32_t k = in.u8() % 8 + 1;
@@ -87,7 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           segs[i] = {payload, in.u16() % 12000u};
           pkts[i] = {&segs[i], 1};
         }
-        (void)q->transmit(std::span<const TxPacket>(pkts, k));
+        (void)api.transmit(std::span<const TxPacket>(pkts, k));
         break;
       }
       case 1: {  // the backend writes a TX response and publishes it
@@ -113,46 +186,117 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         rxh->rsp_prod = prod + 1;
         break;
       }
-      case 4: {  // receive, touching every byte handed to us
-        (void)q->receive(in.u8() % 64, +[](void* ctx, const RxPacket& p) -> bool {
-          auto* sum = static_cast<uint64_t*>(ctx);
-          uint32_t total = 0;
-          for (uint16_t f = 0; f < p.nfrags; ++f) {
-            for (uint32_t i = 0; i < p.frags[f].len; ++i) *sum += p.frags[f].data[i];
-            total += p.frags[f].len;
-          }
-          if (total != p.len) std::abort();
-          return true;
-        }, &checksum);
+      case 4:  // receive, touching every byte handed to us
+        (void)q->receive(in.u8() % 64, touch_packet, nullptr);
         break;
-      }
       case 5:
-        (void)q->poll();
+        (void)api.poll();
         break;
       case 6: {  // raw scribbles over the shared indices
         ring::SharedRingHeader* h = in.u8() & 1 ? txh : rxh;
         const uint32_t v = in.u32();
         switch (in.u8() % 4) {
-          case 0: h->rsp_prod = v; break;
-          case 1: h->rsp_event = v; break;
-          case 2: h->req_prod = v; break;
-          default: h->req_event = v; break;
+          case 0:
+            h->rsp_prod = v;
+            break;
+          case 1:
+            h->rsp_event = v;
+            break;
+          case 2:
+            h->req_prod = v;
+            break;
+          default:
+            h->req_event = v;
+            break;
         }
         break;
       }
       case 7: {  // a TX response for an id that is probably in flight
         const uint32_t prod = txh->rsp_prod;
-        netif::TxResponse r{static_cast<uint16_t>(in.u8()), static_cast<int16_t>(in.u8() % 4) };
-        r.status = static_cast<int16_t>(r.status - 2);
+        netif::TxResponse r{static_cast<uint16_t>(in.u8()), static_cast<int16_t>(in.u8() % 4)};
+        r.status = static_cast<int16_t>(r.status - 2);  // DROPPED, ERROR, OKAY or NULL
         std::memcpy(&txe[prod & 255].rsp, &r, sizeof r);
         txh->rsp_prod = prod + 1;
         break;
       }
+      case 8: {  // the backend answers the next published TX request as netback would
+        const uint32_t prod = txh->rsp_prod;
+        if (prod == txh->req_prod) break;
+        netif::TxResponse r{txe[prod & 255].req.id, static_cast<int16_t>(in.u8() % 2 ? 0 : -1)};
+        std::memcpy(&txe[prod & 255].rsp, &r, sizeof r);
+        txh->rsp_prod = prod + 1;
+        break;
+      }
+      case 9: {  // transmit one packet of several segments (copied, or zero-copy)
+        TxSegment segs[20];
+        const uint32_t k = in.u8() % 20 + 1;
+        const uint8_t lent_mask = in.u8();
+        for (uint32_t i = 0; i < k; ++i) {
+          uint8_t* page = lent[i % 8];
+          const uint16_t off = in.u16() % 4200;
+          const uint16_t len = in.u16() % 4200;
+          if ((lent_mask >> (i % 8) & 1) && page) {
+            // In the lent page if it fits (zero copy); past its end otherwise,
+            // which the frontend must copy or refuse, never read out of
+            // bounds (the payload keeps those reads valid).
+            segs[i] = {off + len <= kPageSize ? page + off : payload + off, len};
+          } else {
+            segs[i] = {payload + off, len};
+          }
+        }
+        const TxPacket p{segs, static_cast<uint16_t>(k)};
+        if (api.transmit(std::span<const TxPacket>(&p, 1)) == 1) {
+          // Sent zero-copy or copied: either way a lent page named in it may
+          // now be the ring's; forget those (freeing one would be refused).
+          for (uint32_t i = 0; i < k; ++i) {
+            const uintptr_t d = reinterpret_cast<uintptr_t>(segs[i].data);
+            for (int j = 0; j < 8; ++j)
+              if (lent[j] && d - reinterpret_cast<uintptr_t>(lent[j]) < kPageSize) {
+                stale[j] = lent[j];
+                lent[j] = nullptr;
+              }
+          }
+        }
+        break;
+      }
+      case 10: {  // borrow a TX page, give one back, or give back one not ours (refused)
+        const uint8_t op = in.u8();
+        uint8_t*& l = lent[op % 8];
+        if (op & 0x80) {
+          uint8_t* page = op & 0x40 ? stale[op % 8] : l;  // stale: freed or sent already
+          api.tx_buffer_free(page ? page : payload);
+          if (!(op & 0x40) && l) {
+            stale[op % 8] = l;
+            l = nullptr;
+          }
+        } else if (!l) {
+          l = api.tx_buffer();
+        }
+        break;
+      }
+      case 11: {  // the backend notifies (TX or RX port)
+        (void)w.backend_evt->notify(in.u8() & 1 ? rx_port : *tx_port);
+        break;
+      }
+      case 12: {  // sleep protocol: arm (both rings or RX only), or switch mode
+        const uint8_t op = in.u8() % 4;
+        if (op == 0) (void)api.arm();
+        if (op == 1) (void)api.arm(Queue::ArmFor::kRx);
+        if (op == 2) api.set_mode(QueueMode::kPoll);
+        if (op == 3) api.set_mode(QueueMode::kEvent);
+        break;
+      }
+      case 13:  // rte_eth_tx_done_cleanup
+        (void)api.tx_done_cleanup(in.u8() % 8);
+        break;
     }
+    check_accounting(*q, step);
     if (q->broken()) break;  // disconnected: the device would tear down now
   }
   q->stop();
   QueueTeardown t = q->teardown();
+  (void)w.backend_evt->unbind(*tx_port);
+  if (split) (void)w.backend_evt->unbind(rx_port);
   // Nobody mapped anything: every page must come back.
   if (t.pages.pages != 2 + QueueImpl::kTxPoolSlots + QueueImpl::kRxPoolSlots ||
       t.pages.returned != t.pages.pages || t.pages.still_mapped != 0) {
