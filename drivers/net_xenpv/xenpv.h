@@ -6,7 +6,8 @@
 // mbufs and the device's granted pages in the burst functions.
 //
 // Files: xenpv_devargs.cc (device arguments), xenpv_ethdev.cc (probe and
-// eth_dev_ops), xenpv_rxtx.cc (rx/tx bursts).
+// eth_dev_ops), xenpv_rxtx.cc (rx/tx bursts), xenpv_intr.cc (rx interrupts,
+// power-management monitor, TX completion clean-up).
 #pragma once
 
 #include <rte_ethdev.h>
@@ -15,6 +16,8 @@
 
 #include <ethdev_driver.h>
 
+#include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,29 +36,101 @@ struct xenpv_args {
   uint32_t queues = 0;          // 0: what the application configures
   std::optional<xpv::MacAddr> mac;
   bool split_event_channels = true;
+  uint32_t speed = RTE_ETH_SPEED_NUM_UNKNOWN;  // Mbps reported as link speed (netif has none)
 };
 
-// Parses "vif=N,backend=...,queues=N,mac=..."; on error `err` names the key
-// and the expected form.
+// Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N"; on error
+// `err` names the key and the expected form.
 bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err);
 extern const char* const xenpv_valid_args[];
+
+// The netif ring of every queue has 256 entries (netif.h: NET_TX_RING_SIZE
+// and NET_RX_RING_SIZE for a 4 KiB ring page): the only descriptor count.
+constexpr uint16_t kXenpvRingSize = 256;
+// A frame may be the MTU plus an Ethernet header with one VLAN tag (as
+// virtio counts it).
+constexpr uint32_t kXenpvL2Overhead = RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+
+// A counter written by one data-path thread and read by control threads
+// (stats, telemetry): relaxed atomics, no read-modify-write on the fast path.
+struct xenpv_counter {
+  std::atomic<uint64_t> v{0};
+  void add(uint64_t n = 1) {
+    v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+  void reset() { v.store(0, std::memory_order_relaxed); }
+};
+
+// The PMD's own per-queue counters (xstats "rx_qN_<name>" / "tx_qN_<name>"),
+// beside the library's (include/xpv/counters.h).
+#define XENPV_RXQ_COUNTERS(X)                                                          \
+  X(nombuf, "mbuf allocation failures (the packet stays queued for the next burst)")   \
+  X(filtered_unicast, "unicast frames for another MAC dropped (promiscuous mode off)") \
+  X(filtered_multicast, "multicast frames not in the list dropped (all-multicast off)")
+#define XENPV_TXQ_COUNTERS(X)                                             \
+  X(refused_mtu, "frames longer than the MTU plus the L2 header refused") \
+  X(refused_segs, "mbuf chains of more segments than a packet may have slots refused")
+
+// The MAC filter the RX burst applies before it allocates an mbuf: a
+// netif backend (a bridge port) hands over whatever the bridge floods.
+// Written by control threads, read by data-path threads: the flags and our
+// MAC are atomics; the multicast list is guarded by a sequence lock (read
+// only for multicast frames while all-multicast is off).
+struct xenpv_rx_filter {
+  static constexpr uint32_t kMaxMulticast = 64;
+  std::atomic<bool> promiscuous{false};
+  std::atomic<bool> all_multicast{false};
+  std::atomic<uint64_t> mac{0};  // our unicast address, packed (mac_key)
+  std::atomic<uint32_t> seq{0};  // odd while the list is being rewritten
+  std::atomic<uint32_t> nb_multicast{0};
+  std::atomic<uint64_t> multicast[kMaxMulticast] = {};
+
+  static uint64_t mac_key(const uint8_t* a) {
+    uint64_t k = 0;
+    std::memcpy(&k, a, RTE_ETHER_ADDR_LEN);
+    return k;
+  }
+  void set_multicast(const struct rte_ether_addr* set, uint32_t n);  // n <= kMaxMulticast
+  bool multicast_listed(uint64_t key) const;
+  // True when a frame with destination `dst` is delivered.
+  bool accepts(const uint8_t* dst) const {
+    if (promiscuous.load(std::memory_order_relaxed)) return true;
+    const uint64_t key = mac_key(dst);
+    if (!(dst[0] & 1)) return key == mac.load(std::memory_order_relaxed);
+    if (key == 0xffffffffffffULL) return true;  // broadcast always passes
+    return all_multicast.load(std::memory_order_relaxed) || multicast_listed(key);
+  }
+};
 
 struct xenpv_internals;
 
 struct xenpv_rxq {
   xenpv_internals* pmd = nullptr;
-  xpv::Queue* q = nullptr;  // set while the port is started
+  // The netif queue while this queue is started (port started, queue not
+  // stopped); null otherwise. Release-stored by the control path, acquired
+  // by the burst.
+  std::atomic<xpv::Queue*> q{nullptr};
   struct rte_mempool* mp = nullptr;
   uint16_t qid = 0;
   uint16_t port_id = 0;
-  uint64_t rx_nombuf = 0;
+  bool deferred_start = false;
+  uint64_t offloads = 0;
+  xenpv_counter filtered_bytes;  // bytes of the filtered frames (taken off rx_bytes)
+#define XENPV_FIELD(name, doc) xenpv_counter name;
+  XENPV_RXQ_COUNTERS(XENPV_FIELD)
+#undef XENPV_FIELD
 };
 
 struct xenpv_txq {
   xenpv_internals* pmd = nullptr;
-  xpv::Queue* q = nullptr;
+  std::atomic<xpv::Queue*> q{nullptr};  // as xenpv_rxq::q
   uint16_t qid = 0;
-  uint64_t tx_dropped_chain = 0;  // mbuf chains too long to describe
+  bool deferred_start = false;
+  uint64_t offloads = 0;
+#define XENPV_FIELD(name, doc) xenpv_counter name;
+  XENPV_TXQ_COUNTERS(XENPV_FIELD)
+#undef XENPV_FIELD
 };
 
 // The port's private data. Declared at global scope because the ethdev
@@ -68,11 +143,31 @@ struct xenpv_internals {
   uint16_t port_id = 0;
   bool started = false;
   xpv::BackendFeatures features;
-  uint32_t mtu = 1500;
-  std::mutex control_mu;  // poll_control: EAL interrupt thread vs. API calls
+  xenpv_rx_filter filter;
+  std::atomic<uint32_t> max_frame{RTE_ETHER_MTU + kXenpvL2Overhead};  // TX: MTU + L2 header
+  // control_mu serialises the library's control path (connect, poll_control,
+  // close) between EAL's interrupt thread and API calls. Never held while
+  // waiting for the control callback (rte_intr_callback_unregister_sync) or
+  // while raising an ethdev event.
+  std::mutex control_mu;
   struct rte_intr_handle* control_intr = nullptr;  // the device's control fd
   bool control_cb = false;
+  // Link changes the library reported (its link callback) and the PMD has
+  // not yet raised as LSC events, and the state after the last of them.
+  // Changes alternate, so these two describe the whole sequence. Guarded by
+  // control_mu.
+  uint32_t link_changes_pending = 0;
+  bool link_up_latest = false;
 };
 
 uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);
 uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);
+
+// xenpv_intr.cc: rx interrupts (the queues' event fds in dev->intr_handle),
+// rte_power_monitor support and tx_done_cleanup.
+int xenpv_rx_intr_install(struct rte_eth_dev* dev);
+void xenpv_rx_intr_uninstall(struct rte_eth_dev* dev);
+int xenpv_rx_queue_intr_enable(struct rte_eth_dev* dev, uint16_t qid);
+int xenpv_rx_queue_intr_disable(struct rte_eth_dev* dev, uint16_t qid);
+int xenpv_tx_done_cleanup(void* txq, uint32_t free_cnt);
+int xenpv_get_monitor_addr(void* rxq, struct rte_power_monitor_cond* pmc);

@@ -2,7 +2,7 @@
 // net_xenpv device arguments, one parser per key (as memif does), each
 // failing with the key's name and the form it expects.
 //
-//   --vdev net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02
+//   --vdev net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000
 #include <rte_kvargs.h>
 
 #include <cerrno>
@@ -10,7 +10,8 @@
 
 #include "xenpv.h"
 
-const char* const xenpv_valid_args[] = {"vif", "backend", "queues", "mac", "split", nullptr};
+const char* const xenpv_valid_args[] = {"vif",   "backend", "queues", "mac",
+                                        "split", "speed",   nullptr};
 
 namespace {
 
@@ -88,6 +89,31 @@ int set_split(const char* key, const char* v, void* opaque) {
   return -1;
 }
 
+// netif has no link speed: the PMD reports what speed= says (as virtio's
+// speed= device argument does), one of ethdev's RTE_ETH_SPEED_NUM_* values.
+int set_speed(const char* key, const char* v, void* opaque) {
+  static constexpr uint32_t kSpeeds[] = {
+      RTE_ETH_SPEED_NUM_10M, RTE_ETH_SPEED_NUM_100M, RTE_ETH_SPEED_NUM_1G,  RTE_ETH_SPEED_NUM_2_5G,
+      RTE_ETH_SPEED_NUM_5G,  RTE_ETH_SPEED_NUM_10G,  RTE_ETH_SPEED_NUM_20G, RTE_ETH_SPEED_NUM_25G,
+      RTE_ETH_SPEED_NUM_40G, RTE_ETH_SPEED_NUM_50G,  RTE_ETH_SPEED_NUM_56G, RTE_ETH_SPEED_NUM_100G,
+      RTE_ETH_SPEED_NUM_200G};
+  auto* c = static_cast<Ctx*>(opaque);
+  unsigned long x = 0;
+  if (parse_uint(v, UINT32_MAX, &x)) {
+    for (uint32_t s : kSpeeds) {
+      if (x == s) {
+        c->out->speed = s;
+        return 0;
+      }
+    }
+  }
+  *c->err = xpv::format(
+      "%s='%s': expected a link speed in Mbps, one of 10, 100, 1000, 2500, 5000, 10000, "
+      "20000, 25000, 40000, 50000, 56000, 100000, 200000",
+      key, v ? v : "");
+  return -1;
+}
+
 }  // namespace
 
 bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
@@ -106,7 +132,7 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
       if (!known) {
         *err = xpv::format(
             "unknown device argument '%s' (valid: vif=N, backend=xen|sim:PATH, "
-            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1)",
+            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS)",
             key.c_str());
         return false;
       }
@@ -130,11 +156,8 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
   struct {
     const char* key;
     arg_handler_t fn;
-  } handlers[] = {{"vif", set_vif},
-                  {"backend", set_backend},
-                  {"queues", set_queues},
-                  {"mac", set_mac},
-                  {"split", set_split}};
+  } handlers[] = {{"vif", set_vif}, {"backend", set_backend}, {"queues", set_queues},
+                  {"mac", set_mac}, {"split", set_split},     {"speed", set_speed}};
   bool ok = true;
   for (auto& h : handlers) {
     if (rte_kvargs_process(kv, h.key, h.fn, &ctx) < 0) {

@@ -48,6 +48,11 @@ if want netfront; then
 fi
 if want pmd; then
   source tests/integration/pmd.sh
+  # EAL is set once pmd.sh found the PMD (it fails the group otherwise).
+  if [[ -n ${EAL+set} ]]; then
+    source tests/integration/conformance.sh
+    source tests/integration/control.sh
+  fi
 fi
 
 echo "integration: $FAILED check(s) failed; logs in $RUN"
