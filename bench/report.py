@@ -6,6 +6,7 @@ latest.json, report.md and PNG plots (gnuplot), prints the summary table.
     python3 bench/report.py --logs build/bench-logs --out bench/results
     python3 bench/report.py --rate TESTPMD_LOG Rx-pps        (one run's median)
     python3 bench/report.py --nbprof CALLGRIND NETBACK_JSON tx|rx
+    python3 bench/report.py --wakeup PKTGEN_JSON L3FWD_LOG   (one wake-up run)
 
 Every number comes from the logs of the run; nothing here is a result.
 """
@@ -116,6 +117,28 @@ def nb_packets(nbjson, direction):
     return t.get("tx_packets" if direction == "tx" else "rx_packets", 0)
 
 
+def wakeup_run(pktgen_json, l3fwd_log):
+    """First frame in to first frame out, per round of xpv-pktgen --rounds
+    (its first round, the cold start, left out): median and p99 in us, and
+    how many of l3fwd-power's sleeps ended on an rx interrupt."""
+    d = load_json(pktgen_json) or {}
+    rounds = d.get("rounds", [])[1:]
+    lat = sorted((r["first_rx"] - r["first_tx"]) * 1e6 for r in rounds if r["first_rx"] and r["first_tx"])
+    p99 = lat[min(len(lat) - 1, max(0, -(-99 * len(lat) // 100) - 1))] if lat else None  # nearest rank
+    return {"rounds": len(rounds), "median_us": statistics.median(lat) if lat else None, "p99_us": p99,
+            "max_us": lat[-1] if lat else None,
+            "frames_lost": sum(r["sent"] - r["received"] for r in rounds),
+            "wake_ups": read(l3fwd_log).count("waked up from rx interrupt")}
+
+
+def cmd_wakeup(pktgen_json, l3fwd_log):
+    w = wakeup_run(pktgen_json, l3fwd_log)
+    print(f"first frame in to first frame out: median {fmt(w['median_us'], '.0f')} us, "
+          f"p99 {fmt(w['p99_us'], '.0f')} us, max {fmt(w['max_us'], '.0f')} us over {w['rounds']} rounds; "
+          f"{w['wake_ups']} wake-ups on an rx interrupt logged; {w['frames_lost']} frames lost")
+    return 0
+
+
 def cmd_nbprof(out, nbjson, direction):
     n = nb_packets(nbjson, direction)
     if not n or not os.path.exists(out):
@@ -171,7 +194,7 @@ def collect(logs, root):
             if line.strip():
                 runs.append(json.loads(line))
     R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
-         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}}
+         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}}
     for r in runs:
         k = r["kind"]
         if k == "throughput":
@@ -261,6 +284,9 @@ def collect(logs, root):
                 R["e2e"] = None
         elif k == "load":
             R["load"][r["when"]] = r["loadavg"]
+        elif k == "wakeup":
+            R["wakeup"][r["name"]] = dict(wakeup_run(r["pktgen"], r["l3fwd"]), gap_ms=int(r["gap_ms"]),
+                                          ok=r.get("rc") == "0")
     return R
 
 
@@ -320,6 +346,10 @@ def summarise(R, machine, started, failed):
     # What bounds throughput.
     for d, p in R["nbprof"].items():
         J[f"netback_{d}_instr_per_pkt"] = round(p["per_packet"], 1)
+    for n, w in R["wakeup"].items():
+        k = n.replace("-", "_")
+        J[f"{k}_median_us"], J[f"{k}_p99_us"] = w["median_us"], w["p99_us"]
+    J["wakeup_runs"] = R["wakeup"]
     J["e2e_xen_pps_lines"] = R["e2e"]["lines"] if R["e2e"] else None
     J["e2e_xen"] = ("not run" if R["e2e"] is None else
                     "not run (e2e.log has no line containing 'pps')" if not R["e2e"]["lines"] else "ran")
@@ -835,6 +865,25 @@ def write_md(J, R, made, out):
         L += [f"Lines containing \"pps\" in build/e2e-xen/e2e.log (written {R['e2e']['mtime']}), verbatim:", "", "```"]
         L += R["e2e"]["lines"] + ["```", ""]
 
+    # Wake-up latency.
+    L += ["## 6. Wake-up latency from sleep", "",
+          "l3fwd-power `--interrupt-only` (Debian's DPDK example; one lcore on core 1, which serves the queue "
+          "and sleeps in `rte_epoll_wait()` after 300 empty polls) over net_xenpv against xpv-netback in bridge "
+          "mode; xpv-pktgen (event mode) sends rounds of one burst of 32 UDP frames, waits until all are back, "
+          "then idles. Per round: the first frame's time from xpv-pktgen's transmit to its forwarded copy back "
+          "(first frame in to first frame out of l3fwd-power, plus the two trips through netback). *asleep*: "
+          "50 ms idle between rounds, so each burst finds l3fwd-power asleep; *awake*: no idle, it is still "
+          "polling: the same path without the wake-up. The difference is the cost of waking on the event. "
+          "A wake-up that missed the event would wait for l3fwd-power's 10 ms epoll timeout.", "",
+          "| run | idle between rounds | rounds | median us | p99 us | max us | wake-ups on an rx interrupt | frames lost |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, w in sorted(R["wakeup"].items()):
+        L.append(f"| {n} | {w['gap_ms']} ms | {w['rounds']} | {fmt(w['median_us'], '.0f')} | {fmt(w['p99_us'], '.0f')} | "
+                 f"{fmt(w['max_us'], '.0f')} | {w['wake_ups']} | {w['frames_lost']} |")
+    if not R["wakeup"]:
+        L.append("| not run | | | | | | | |")
+    L += [""]
+
     L += ["## Reproducing", "",
           f"`make bench` ({J['bench_seconds']} s for scripts/bench.sh in this run). Raw logs: `build/bench-logs/` (testpmd, xpv-netback, xpv-pktgen logs, "
           "callgrind dumps: `callgrind_annotate build/bench-logs/cg-tx-b32-s64.callgrind`). "
@@ -865,6 +914,8 @@ def terminal_table(J):
     print(f" {'multi-queue (Mpps)':20} {mq}")
     nb = "  ".join(f"{d.upper()} {fmt(J.get(f'netback_{d}_instr_per_pkt'), '.0f')}" for d in ("tx", "rx"))
     print(f" {'netback instr/pkt':20} {nb}")
+    for n, w in sorted(J.get("wakeup_runs", {}).items()):
+        print(f" {n:20} first frame in to out: median {fmt(w['median_us'], '.0f')} us, p99 {fmt(w['p99_us'], '.0f')} us")
     print(f" {'real Xen (e2e-xen)':20} {J['e2e_xen']}")
     for l in J["e2e_xen_pps_lines"] or []:
         print(f"   {l}")
@@ -882,6 +933,7 @@ def main():
     ap.add_argument("--rate", nargs=2, metavar=("LOG", "FIELD"))
     ap.add_argument("--warm", type=int, default=1, help="with --rate: samples of warm-up to drop")
     ap.add_argument("--nbprof", nargs=3, metavar=("CALLGRIND", "NETBACK_JSON", "DIR"))
+    ap.add_argument("--wakeup", nargs=2, metavar=("PKTGEN_JSON", "L3FWD_LOG"))
     ap.add_argument("--logs")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -894,6 +946,8 @@ def main():
         return cmd_rate(*a.rate, warm=a.warm)
     if a.nbprof:
         return cmd_nbprof(*a.nbprof)
+    if a.wakeup:
+        return cmd_wakeup(*a.wakeup)
     if not a.logs:
         ap.error("--logs is required")
     R = collect(a.logs, a.root)

@@ -5,6 +5,7 @@
 //   xpv-pktgen --platform sim:/run/xpv.sock --role gen --count 1000000 --size 60-9000 --queues 4
 //   xpv-pktgen --platform xen --role reflect --seconds 30
 //   xpv-pktgen --platform sim:/run/xpv.sock --role ping --dst-ip 192.168.99.1 --count 100
+//   xpv-pktgen --platform sim:/run/xpv.sock --role gen --count 500 --rounds 20 --gap-ms 400
 //
 // Numbered frames (also what xpv-netback --mode source sends): an 8-byte
 // big-endian sequence number (queue << 48 | n) at the payload offset (14 for
@@ -46,6 +47,8 @@ struct Options {
   uint32_t size_min = 60;
   uint32_t size_max = 60;
   uint32_t window = 256;
+  uint32_t rounds = 1;  // gen: --count frames per round
+  uint32_t gap_ms = 0;  // gen: idle time after each round, nothing sent or polled
   xpv::QueueMode mode = xpv::QueueMode::kPoll;
   bool zero_copy = false;
   bool verify = true;
@@ -74,6 +77,10 @@ void usage(FILE* f) {
       "  --seconds S              stop after S seconds\n"
       "  --size N | MIN-MAX       frame size(s) in bytes, 60..65535 (default 60)\n"
       "  --window N               gen: frames in flight per queue (default 256)\n"
+      "  --rounds N               gen: N rounds of --count frames; each round ends when all\n"
+      "                             came back (or were lost), then the link stays idle\n"
+      "  --gap-ms MS              gen: idle time after each round: nothing sent, nothing\n"
+      "                             polled (default 0); --json gets per-round timestamps\n"
       "  --proto raw|udp          gen: raw frames (ethertype 0x88b5) or IPv4/UDP (default raw)\n"
       "  --dst-mac MAC            destination MAC (default 02:00:00:00:00:01)\n"
       "  --src-ip A.B.C.D         source IPv4 address (default 192.168.99.2)\n"
@@ -119,6 +126,8 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"dst-mac", required_argument, nullptr, 'M'},
                                  {"src-ip", required_argument, nullptr, 'S'},
                                  {"dst-ip", required_argument, nullptr, 'D'},
+                                 {"rounds", required_argument, nullptr, 'R'},
+                                 {"gap-ms", required_argument, nullptr, 'G'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -170,6 +179,16 @@ int parse_args(int argc, char** argv, Options* o) {
         if (!parse_u64(optarg, &v) || v == 0 || v > 4096)
           return bad_arg("--window", optarg, "expected 1..4096");
         o->window = static_cast<uint32_t>(v);
+        break;
+      case 'R':
+        if (!parse_u64(optarg, &v) || v == 0 || v > 100000)
+          return bad_arg("--rounds", optarg, "expected 1..100000");
+        o->rounds = static_cast<uint32_t>(v);
+        break;
+      case 'G':
+        if (!parse_u64(optarg, &v) || v > 3600000)
+          return bad_arg("--gap-ms", optarg, "expected milliseconds 0..3600000");
+        o->gap_ms = static_cast<uint32_t>(v);
         break;
       case 'm':
         if (std::string(optarg) == "poll") {
@@ -226,6 +245,10 @@ int parse_args(int argc, char** argv, Options* o) {
   if (optind < argc) return bad_arg("argument", argv[optind], "unexpected");
   if ((o->role == "gen" || o->role == "ping") && o->count == 0 && o->seconds == 0) {
     std::fprintf(stderr, "xpv-pktgen: --role %s needs --count or --seconds\n", o->role.c_str());
+    return 2;
+  }
+  if (o->rounds > 1 && (o->role != "gen" || o->count == 0 || o->seconds > 0)) {
+    std::fprintf(stderr, "xpv-pktgen: --rounds needs --role gen with --count and no --seconds\n");
     return 2;
   }
   if (o->proto == pkt::Proto::kUdp && o->size_min < 60) o->size_min = 60;
@@ -291,6 +314,17 @@ uint64_t check_numbered(const xpv::RxPacket& p, pkt::Proto proto, bool verify, Q
   }
   return seq;
 }
+
+// One round of --rounds: what was sent and came back, and when (steady_clock,
+// which is CLOCK_MONOTONIC on Linux: other processes' samples line up with it).
+struct Round {
+  uint64_t sent = 0, received = 0, lost = 0;
+  double first_tx = 0;   // the round's first frame handed to the queue
+  double first_rx = 0;   // the first of our frames back in the round
+  double last_rx = 0;    // the round's last frame back
+  double gap_start = 0;  // idle from here ...
+  double gap_end = 0;    // ... to here
+};
 
 struct Totals {
   uint64_t sent = 0, received = 0, bytes = 0, bad = 0, ooo = 0, foreign = 0, lost = 0;
@@ -447,29 +481,60 @@ int main(int argc, char** argv) {
   bool failed = false;
   uint64_t stalled = 0;
   const bool gen = o.role == "gen";
+  std::vector<Round> rounds;
   if (o.role == "ping") {
     run_ping(d, o, &t, &failed);
   } else {
     std::vector<std::vector<uint8_t>> bufs(kBurst, std::vector<uint8_t>(xpv::kMaxPacketLen));
     std::vector<uint8_t> refl(size_t{kBurst} * xpv::kMaxPacketLen);
+    // Rounds: round r may send up to (r + 1) * --count frames in all; it
+    // ends when each of them came back or was lost, then the link idles.
+    uint32_t round = 0;
+    Round cur;
+    uint64_t round_sent0 = 0, round_rx0 = 0, round_lost0 = 0;
     auto quota = [&](uint32_t qi) -> uint64_t {
       if (!o.count) return UINT64_MAX;
-      return o.count / o.queues + (qi < o.count % o.queues ? 1 : 0);
+      return (o.count / o.queues + (qi < o.count % o.queues ? 1 : 0)) * (round + 1);
+    };
+    auto sum = [&](uint64_t QueueStats::*field) {
+      uint64_t n = 0;
+      for (const auto& s : st)
+        n += s.*field;
+      return n;
+    };
+    auto round_complete = [&]() {
+      for (uint32_t qi = 0; qi < o.queues; ++qi) {
+        if (st[qi].received + st[qi].lost < quota(qi)) return false;
+      }
+      return true;
+    };
+    auto close_round = [&]() {
+      cur.sent = sum(&QueueStats::sent) - round_sent0;
+      cur.received = sum(&QueueStats::received) - round_rx0;
+      cur.lost = sum(&QueueStats::lost) - round_lost0;
+      cur.gap_start = now_s();
+      while (!g_stop && now_s() - cur.gap_start < o.gap_ms / 1000.0)
+        usleep(10000);
+      cur.gap_end = now_s();
+      rounds.push_back(cur);
+      cur = Round{};
+      round_sent0 = sum(&QueueStats::sent);
+      round_rx0 = sum(&QueueStats::received);
+      round_lost0 = sum(&QueueStats::lost);
+      ++round;
     };
     auto done = [&]() {
       if (g_stop) return true;
       if (o.seconds > 0 && now_s() - t0 >= o.seconds) return true;
-      if (gen && o.count) {
-        for (uint32_t qi = 0; qi < o.queues; ++qi) {
-          if (st[qi].received + st[qi].lost < quota(qi)) return false;
-        }
-        return true;
-      }
-      return false;
+      return gen && o.count && round == o.rounds;
     };
     double last_report = t0, last_progress = t0;
     uint64_t last_received = 0;
     while (!done()) {
+      if (gen && o.count && round_complete()) {
+        close_round();
+        continue;
+      }
       bool busy = false;
       for (uint32_t qi = 0; qi < o.queues; ++qi) {
         xpv::Queue& q = d.queue(qi);
@@ -499,6 +564,7 @@ int main(int argc, char** argv) {
           }
           s.sent += sent;
           busy |= sent > 0;
+          if (sent && cur.first_tx == 0) cur.first_tx = now_s();
         }
         // Receive, check, and (reflect) send back.
         uint32_t nrefl = 0;
@@ -531,6 +597,10 @@ int main(int argc, char** argv) {
           }
           ++s.received;
           s.bytes_rx += p.len;
+          if (gen) {
+            cur.last_rx = now_s();
+            if (cur.first_rx == 0) cur.first_rx = cur.last_rx;
+          }
           return true;
         });
         if (nrefl) {
@@ -644,12 +714,23 @@ int main(int argc, char** argv) {
       for (const auto& ci : xpv::kQueueCounterInfo) {
         std::fprintf(f, ",\"%s\":%" PRIu64, ci.name, xpv::counter_value(total, ci));
       }
-      std::fprintf(f, "}\n");
+      std::fprintf(f, ",\"rounds\":[");
+      for (size_t r = 0; r < rounds.size(); ++r) {
+        const Round& x = rounds[r];
+        std::fprintf(f,
+                     "%s{\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"lost\":%" PRIu64
+                     ",\"first_tx\":%.6f,\"first_rx\":%.6f,\"last_rx\":%.6f,\"gap_start\":%.6f,"
+                     "\"gap_end\":%.6f}",
+                     r ? "," : "", x.sent, x.received, x.lost, x.first_tx, x.first_rx, x.last_rx,
+                     x.gap_start, x.gap_end);
+      }
+      std::fprintf(f, "]}\n");
       std::fclose(f);
     }
   }
-  const bool lost_unexplained = (o.role == "ping" && t.lost) || stalled ||
-                                (gen && o.count && !o.seconds && t.received + t.lost < o.count);
+  const bool lost_unexplained =
+      (o.role == "ping" && t.lost) || stalled ||
+      (gen && o.count && !o.seconds && t.received + t.lost < o.count * o.rounds);
   if (failed || t.bad || (gen && t.ooo) || lost_unexplained) return 3;
   return 0;
 }

@@ -14,13 +14,17 @@
 #      xpv-netback, also with --fault late-tx-rsp
 #   5. what bounds throughput: callgrind of xpv-netback's worker per packet
 #   6. the real-Xen figures of `make e2e-xen` when it has run
+#   7. wake-up latency from sleep: l3fwd-power --interrupt-only over net_xenpv,
+#      first frame in to first frame out, after idle and without
 #
-#   scripts/bench.sh [--build DIR] [--out DIR] [--seconds N] [--quick]
+#   scripts/bench.sh [--build DIR] [--out DIR] [--seconds N] [--quick] [--only wakeup]
 #     --build DIR    the project's build (default build); the PMD, xpv-netback
 #                    and xpv-pktgen come from there
 #     --out DIR      where the report goes (default bench/results)
 #     --seconds N    forwarding seconds per throughput run (default 8)
 #     --quick        shorter runs (a smoke test of the whole pipeline)
+#     --only wakeup  only the wake-up latency runs (7.), printed, no report;
+#                    logs in BUILD/bench-logs-wakeup/
 #
 # Raw logs stay in BUILD/bench-logs/ (not for committing). Timings on a shared
 # 2-core VM are noisy: compare ratios measured in the same run only.
@@ -38,19 +42,23 @@ NB_PROF_SECS=8
 CG_PACKETS=65536
 WARM=2  # seconds of forwarding not counted (ramp-up) before the measured ones
 QUICK=0
+ONLY=
+WAKE_ROUNDS=200
 while (($#)); do
   case "$1" in
     --build) BUILD=${2:?--build needs a directory}; shift 2 ;;
     --out) OUT=${2:?--out needs a directory}; shift 2 ;;
     --seconds) SECS=${2:?--seconds needs a number}; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --only) ONLY=${2:?--only needs a name}; shift 2
+      [[ $ONLY == wakeup ]] || { echo "bench: --only '$ONLY': expected wakeup" >&2; exit 2; } ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $SECS =~ ^[0-9]+$ ]] && ((SECS >= 2)) || { echo "bench: --seconds wants a number >= 2" >&2; exit 2; }
 if ((QUICK)); then
-  SECS=3 MQ_SECS=3 EVT_SECS=3 NB_PROF_SECS=4 CG_PACKETS=8192 WARM=1
+  SECS=3 MQ_SECS=3 EVT_SECS=3 NB_PROF_SECS=4 CG_PACKETS=8192 WARM=1 WAKE_ROUNDS=50
 fi
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 [[ $OUT = /* ]] || OUT=$ROOT/$OUT
@@ -121,7 +129,7 @@ done
 RUN=$(mktemp -d /run/xpv-bench.XXXXXX 2>/dev/null || mktemp -d /var/tmp/xpv-bench.XXXXXX) ||
   die "cannot create a run folder"
 chmod 755 "$RUN"
-LOGS=$BUILD/bench-logs
+LOGS=$BUILD/bench-logs${ONLY:+-$ONLY}
 rm -rf "$LOGS"
 mkdir -p "$LOGS" "$OUT" || die "cannot create $LOGS or $OUT"
 MANIFEST=$LOGS/manifest.jsonl
@@ -257,6 +265,58 @@ show_rate() {  # show_rate LOG FIELD LABEL WARM
 }
 
 record kind=load when=start loadavg="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---------------------------------------------------------------------------
+# Wake-up latency from sleep (defined here, run at the end; alone with
+# --only wakeup): l3fwd-power --interrupt-only over net_xenpv against
+# xpv-netback in bridge mode. xpv-pktgen sends rounds of one burst of 32 UDP
+# frames, waits until all are back, then lets the link idle. What it measures
+# per round is the first frame's round trip: in through netback, out of
+# l3fwd-power, back through netback. Idle 50 ms: l3fwd-power sleeps in
+# rte_epoll_wait() when the burst comes (it does after 300 empty polls), so
+# the figure includes its wake-up; idle 0: it is still polling, the same path
+# without the wake-up. l3fwd-power is its own single lcore (-l 1: the main
+# lcore serves the queue, nothing spins) on core 1; netback and pktgen on 0.
+L3FWD=$BUILD/examples/l3fwd-power
+run_wakeup() {  # run_wakeup NAME GAP_MS
+  local name=$1 gap=$2
+  [[ -x $L3FWD ]] || { fail "$name: $L3FWD was not built (package dpdk-doc)"; return; }
+  start_netback "$name" --mode bridge || return
+  local prefix="xpvb$$-$name"
+  PREFIXES+=("$prefix")
+  timeout -k 10 -s INT 300 stdbuf -oL -eL "$L3FWD" -l 1 "${EAL[@]}" --file-prefix "$prefix" -d "$PMD" \
+    --vdev "net_xenpv0,backend=sim:$NB_SOCK" --log-level=user1:info -- -p 0x1 -P --config="(0,0,1)" \
+    --interrupt-only --parse-ptype >"$LOGS/$name.l3fwd.log" 2>&1 &
+  local l3=$!
+  PIDS+=("$l3")
+  if ! wait_for "$LOGS/$name.l3fwd.log" "entering main interrupt loop" "$l3" 60; then
+    fail "$name: l3fwd-power did not start: $(tail -3 "$LOGS/$name.l3fwd.log" | tr '\n' ' ')"
+    stop_pid "$l3" KILL 1
+    stop_netback
+    return
+  fi
+  # The first frontend to connect to the bridge is domain 1: 00:16:3e:00:01:00.
+  taskset -c 0 timeout -k 5 -s INT 300 "$PKTGEN" --platform "sim:$NB_SOCK" --role gen --proto udp \
+    --dst-mac 00:16:3e:00:01:00 --dst-ip 1.1.1.1 --count 32 --window 32 --rounds "$WAKE_ROUNDS" \
+    --gap-ms "$gap" --mode event --quiet --json "$LOGS/$name.pktgen.json" >"$LOGS/$name.pktgen.log" 2>&1
+  local rc=$?
+  stop_pid "$l3" INT 10
+  stop_netback
+  ((rc == 0)) || fail "$name: xpv-pktgen exited with status $rc: $(tail -2 "$LOGS/$name.pktgen.log" | tr '\n' ' ')"
+  record kind=wakeup name="$name" gap_ms="$gap" pktgen="$LOGS/$name.pktgen.json" l3fwd="$LOGS/$name.l3fwd.log" rc="$rc"
+  info "$name: $(python3 "$ROOT/bench/report.py" --wakeup "$LOGS/$name.pktgen.json" "$LOGS/$name.l3fwd.log" 2>&1)"
+}
+wakeup_step() {
+  step "wake-up latency: l3fwd-power --interrupt-only over net_xenpv, $WAKE_ROUNDS rounds of 32 frames"
+  run_wakeup wakeup-asleep 50
+  run_wakeup wakeup-awake 0
+}
+if [[ $ONLY == wakeup ]]; then
+  wakeup_step
+  printf '\n[bench %4ss] done (--only wakeup: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
+  exit $((FAILED > 0))
+fi
+
 
 # ---------------------------------------------------------------------------
 step "building the benchmark binaries"
@@ -474,6 +534,8 @@ run_nb_profile() {  # run_nb_profile DIR
 }
 run_nb_profile tx
 run_nb_profile rx
+
+wakeup_step
 
 # ---------------------------------------------------------------------------
 step "real Xen: make e2e-xen results"

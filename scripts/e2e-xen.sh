@@ -14,13 +14,14 @@ while (($#)); do
     *) echo "e2e-xen: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-for f in "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/drivers/net_xenpv/librte_net_xenpv.so"; do
+for f in "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" \
+  "$BUILD/drivers/net_xenpv/librte_net_xenpv.so"; do
   [[ -e $f ]] || { echo "CHECK e2e-payload FAIL $f is missing (make build)"; exit 1; }
 done
 PAYLOAD=$(mktemp -d /var/tmp/xpv-payload.XXXXXX)
 trap 'rm -rf "$PAYLOAD"' EXIT
 mkdir -p "$PAYLOAD/bin" "$PAYLOAD/lib"
-cp "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$PAYLOAD/bin/"
+cp "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" "$PAYLOAD/bin/"
 cp "$BUILD/drivers/net_xenpv/librte_net_xenpv.so" "$PAYLOAD/lib/"
 cp -r e2e/xen/checks "$PAYLOAD/checks"
 chmod -R a+rX,go-w "$PAYLOAD"

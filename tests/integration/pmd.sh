@@ -261,7 +261,8 @@ check_icmpecho() {
   local name=pmd-icmpecho
   nb_start tpbr1 --mode bridge || { fail $name "netback did not start"; return; }
   local nb=$NB_PID
-  if ! tp_start tp-icmp "net_xenpv0,backend=sim:$RUN/tpbr1.sock" --forward-mode=icmpecho; then
+  # 8000-byte payloads: frames of 8042 bytes, above the default MTU of 1500.
+  if ! tp_start tp-icmp "net_xenpv0,backend=sim:$RUN/tpbr1.sock" --forward-mode=icmpecho --max-pkt-len=9018; then
     fail $name "testpmd did not start forwarding (log $RUN/tp-icmp.log)"
     nb_stop $nb
     return
@@ -308,60 +309,14 @@ check_macswap() {
   fi
 }
 
-# ---- l3fwd-power --interrupt-only: sleeps when idle, wakes on traffic,
-# forwards everything (built from Debian's dpdk-doc sources at test time)
-check_l3fwd_power() {
-  local name=pmd-l3fwd-power
-  local src=/usr/share/dpdk/examples/l3fwd-power
-  local bin=$BUILD/l3fwd-power/build/l3fwd-power
-  if [[ ! -x $bin ]]; then
-    [[ -d $src ]] || { fail $name "$src missing (package dpdk-doc)"; return; }
-    rm -rf "$BUILD/l3fwd-power" && cp -r "$src" "$BUILD/l3fwd-power" &&
-      make -s -C "$BUILD/l3fwd-power" >"$RUN/l3fwd-build.log" 2>&1 ||
-      { fail $name "building l3fwd-power failed (log $RUN/l3fwd-build.log)"; return; }
-  fi
-  nb_start tpbr3 --mode bridge || { fail $name "netback did not start"; return; }
-  local nb=$NB_PID
-  "$bin" "${EAL[@]}" --file-prefix "xpvit$$l3" --vdev "net_xenpv0,backend=sim:$RUN/tpbr3.sock" \
-    --log-level=user1:info -- -p 0x1 -P --config="(0,0,1)" --interrupt-only --parse-ptype \
-    >"$RUN/l3fwd.log" 2>&1 &
-  local l3=$!
-  PIDS+=("$l3")
-  wait_log "$RUN/l3fwd.log" "sleeps until interrupt" $l3 300
-  local slept_idle
-  slept_idle=$(grep -c "sleeps until interrupt" "$RUN/l3fwd.log")
-  # Route 1.1.1.0/24 -> port 0: l3fwd sends every frame back out of its
-  # only port, towards 02:00:00:00:00:00, which the bridge floods to us.
-  timeout 300 "$PKTGEN" --platform "sim:$RUN/tpbr3.sock" --role gen --proto udp --dst-mac $TP_MAC \
-    --dst-ip 1.1.1.1 --count 20000 --size 60-1400 --window 32 --json "$RUN/l3-gen.json" --quiet \
-    >"$RUN/l3-gen.log" 2>&1
-  local rc=$?
-  sleep 2
-  kill -INT $l3 2>/dev/null
-  for _ in $(seq 100); do kill -0 $l3 2>/dev/null || break; sleep 0.1; done
-  kill -KILL $l3 2>/dev/null
-  wait $l3 2>/dev/null
-  nb_stop $nb
-  local got bad woke slept
-  got=$(json "$RUN/l3-gen.json" "d['received']" 2>/dev/null || echo 0)
-  bad=$(json "$RUN/l3-gen.json" "d['bad_payload'] + d['foreign']" 2>/dev/null || echo 1)
-  woke=$(grep -c "waked up from rx interrupt" "$RUN/l3fwd.log")
-  slept=$(grep -c "sleeps until interrupt" "$RUN/l3fwd.log")
-  # l3fwd-power buffers what it forwards (rte_eth_tx_buffer) and drains the
-  # buffer on a 100 us timer at the top of its loop, which it skips when it
-  # wakes up: up to 31 frames it holds when it falls asleep after the last
-  # burst are never sent. Everything else must come back, byte for byte.
-  if ((got >= 20000 - 31 && bad == 0 && slept_idle >= 1 && woke >= 1 && slept > slept_idle)); then
-    pass $name "slept when idle, woke $woke time(s) on traffic, forwarded $got of 20000 UDP frames (verified; $((20000 - got)) left in l3fwd's own TX buffer)"
-  else
-    fail $name "exit $rc received $got/20000 bad $bad; idle sleeps $slept_idle, wake-ups $woke, sleeps $slept (logs $RUN/l3fwd.log $RUN/l3-gen.log)"
-  fi
-}
+# ---- l3fwd-power (--interrupt-only, --pmd-mgmt=pause|monitor) over the bridge
+source tests/integration/l3fwd_power.sh
 
 if [[ $("$NETBACK" --help 2>&1) == *"--mode MODE"*bridge* ]]; then
   check_icmpecho
   check_macswap
-  check_l3fwd_power
+  check_l3fwd_power_interrupt
+  check_l3fwd_power_pmd_mgmt
 else
   fail pmd-bridge "xpv-netback has no bridge mode: icmpecho, macswap and l3fwd-power checks not run"
 fi

@@ -93,6 +93,46 @@ sys.exit(0 if len(seen) == n else 1)
 EOF
 }
 
+# action_l3fwd_round DEVID VIFMAC COUNT GAP_MS: COUNT IPv4/UDP frames to 1.1.1.1 into the domU
+# through vif<domid>.<devid>, GAP_MS apart, each sent once the one before came back: l3fwd-power
+# forwards them out of the same port (1.1.1.0/24 is its port 0) from VIFMAC with TTL 63. Prints
+# "forwarded K/COUNT latency_us L1,L2,..." (send to forwarded copy back, per frame).
+action_l3fwd_round() {
+    python3 - "vif$XPV_DOMID.$1" "$2" "$3" "$4" <<'EOF'
+import select, socket, struct, sys, time
+ifc, mac, n, gap = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3]), int(sys.argv[4]) / 1000.0
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL: see action_echo
+s.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
+s.bind((ifc, 0))
+def csum(b):
+    x = sum(struct.unpack('!10H', b))
+    x = (x & 0xffff) + (x >> 16)
+    return ~((x & 0xffff) + (x >> 16)) & 0xffff
+def frame(i):
+    payload = b'XPVL' + struct.pack('!I', i) + bytes(18)
+    udp = struct.pack('!HHHH', 40000, 9, 8 + len(payload), 0) + payload
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0,
+                     socket.inet_aton('10.99.0.1'), socket.inet_aton('1.1.1.1'))
+    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
+    return mac + bytes.fromhex('020000000001') + b'\x08\x00' + ip + udp
+lat = []
+for i in range(n):
+    t0 = time.monotonic()
+    s.send(frame(i))
+    while True:
+        left = t0 + 1.0 - time.monotonic()
+        if left <= 0 or not select.select([s], [], [], left)[0]:
+            break
+        f = s.recv(2048)
+        if f[6:12] == mac and f[12:14] == b'\x08\x00' and f[22] == 63 and f[42:50] == b'XPVL' + struct.pack('!I', i):
+            lat.append(time.monotonic() - t0)
+            break
+    time.sleep(gap)
+print("forwarded %d/%d latency_us %s" % (len(lat), n, ",".join("%.0f" % (x * 1e6) for x in lat)))
+sys.exit(0 if len(lat) == n else 1)
+EOF
+}
+
 # action_detach DEVID / action_attach DEVID MAC: the backend goes away and comes back (what
 # `xl network-detach` / `network-attach` do: netback Closing, xenstore nodes removed, new ones).
 action_detach() {
