@@ -177,6 +177,35 @@ TEST_F(HostileBackend, RxChecksAreTheSameOnTheFastAndTheSlowPath) {
   }
 }
 
+// Data in a TX pool page the caller no longer holds (given back, or sent
+// zero-copy) may be another packet's by now, or this packet's own copy
+// destination: such a packet is refused and counted, never read.
+TEST_F(HostileBackend, TransmitFromAPageGivenBackIsRefused) {
+  open(false);
+  Queue& api = q->api();
+  uint8_t* page = api.tx_buffer();
+  ASSERT_NE(page, nullptr);
+  std::memset(page, 0xab, 200);
+  api.tx_buffer_free(page);
+  const uint32_t prod = tx->req_prod_pvt();
+  TxSegment segs[2] = {{page, 100}, {page + 100, 100}};  // two segments: the copy path
+  TxPacket p{segs, 2};
+  EXPECT_EQ(api.transmit(std::span<const TxPacket>(&p, 1)), 1) << "consumed, not retried";
+  EXPECT_EQ(tx->req_prod_pvt(), prod) << "nothing published";
+  EXPECT_EQ(q->counters().tx_dropped, 1u);
+  // Past the end of a page still lent: refused too.
+  uint8_t* lent = api.tx_buffer();
+  ASSERT_NE(lent, nullptr);
+  TxSegment over{lent + 4000, 200};
+  TxPacket p2{&over, 1};
+  EXPECT_EQ(api.transmit(std::span<const TxPacket>(&p2, 1)), 1);
+  EXPECT_EQ(tx->req_prod_pvt(), prod);
+  EXPECT_EQ(q->counters().tx_dropped, 2u);
+  api.tx_buffer_free(lent);
+  expect_accounted();
+  EXPECT_EQ(q->accounting().tx_pool_free, q->accounting().tx_pool_size);
+}
+
 // tx_done_cleanup runs the TX handler at the caller's request, up to the
 // number of packets asked for (0: all).
 TEST_F(HostileBackend, TxDoneCleanupReapsUpToTheLimit) {

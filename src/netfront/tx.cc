@@ -255,6 +255,20 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   for (uint16_t i = 0; i < p.nsegs; ++i)
     len += p.segs[i].len;
   if (len == 0 || len > kMaxPacketLen || p.nsegs == 0) return {0, 0, reclaimed};
+  // Data inside the TX pool must lie in a page the caller holds (lent by
+  // tx_buffer()), within it: a page given back may already be another
+  // packet's, or this one's copy destination. Refused, never read.
+  for (uint16_t i = 0; i < p.nsegs; ++i) {
+    const uint8_t* d = static_cast<const uint8_t*>(p.segs[i].data);
+    uint32_t slot = 0, off = 0, last_slot = 0, last_off = 0;
+    const bool starts_in = c.tx_pool->locate(d, &slot, &off);
+    const bool ends_in =
+        p.segs[i].len && c.tx_pool->locate(d + p.segs[i].len - 1, &last_slot, &last_off);
+    if ((starts_in || ends_in) &&
+        (!starts_in || !c.tx_slots[slot].lent || off + p.segs[i].len > kPageSize)) {
+      return {0, 0, reclaimed};
+    }
+  }
   // Zero-copy when every segment is a page lent by tx_buffer() and lies
   // within it: the request names that page's grant directly. The first
   // slot must carry the whole Ethernet header: netback drops a packet whose

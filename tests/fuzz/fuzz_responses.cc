@@ -271,6 +271,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
         } else if (!l) {
           l = api.tx_buffer();
+          // A page handed out again is ours now, not a stale alias to free.
+          for (uint8_t*& st : stale)
+            if (l && st == l) st = nullptr;
         }
         break;
       }
