@@ -22,44 +22,13 @@
 #include "xpv/log.h"
 #include "xpv/netfront.h"
 
+#include "support/netfront_fixture.h"
+
 namespace xpv {
 namespace {
 
-struct DeviceErrors : ::testing::Test {
-  std::unique_ptr<sim::Hypervisor> hv;
-  std::unique_ptr<sim::Server> server;
-  std::unique_ptr<netback::Backend> backend;
-  std::unique_ptr<Platform> dom0;
-  std::unique_ptr<XenStore> xs0;
-  std::string sock;
-
-  void SetUp() override {
-    hv = std::move(*sim::Hypervisor::create());
-    static int n = 0;
-    sock = format("/tmp/xpv-test-deverr-%d-%d.sock", static_cast<int>(::getpid()), n++);
-    auto s = sim::Server::start(*hv, sock);
-    ASSERT_TRUE(s) << s.error().message;
-    server = std::move(*s);
-    auto b = netback::Backend::create(*hv, {});
-    ASSERT_TRUE(b) << b.error().message;
-    backend = std::move(*b);
-    ASSERT_TRUE(backend->start());
-    dom0 = std::move(*sim::local_platform(*hv, true));
-    xs0 = std::move(*dom0->open_xenstore());
-  }
-  void TearDown() override {
-    xs0.reset();
-    dom0.reset();
-    if (backend) backend->stop();
-    backend.reset();
-    server.reset();
-  }
-  DeviceConfig config() {
-    DeviceConfig c;
-    c.platform = "sim:" + sock;
-    c.connect_timeout_ms = 10000;
-    return c;
-  }
+struct DeviceErrors : NetfrontFixture {
+  void SetUp() override { start(); }
 };
 
 // The library's error messages while it lives (other threads log too).
