@@ -90,11 +90,12 @@ struct HostileBackend : ::testing::Test {
   }
   void publish_tx(uint32_t prod) { __atomic_store_n(&txh()->rsp_prod, prod, __ATOMIC_RELEASE); }
   // The backend fills the RX buffer posted at ring index i with len bytes.
-  void answer_rx(uint32_t i, int16_t len, uint16_t flags, uint16_t id_delta = 0) {
+  void answer_rx(uint32_t i, int16_t len, uint16_t flags, uint16_t id_delta = 0,
+                 uint16_t offset = 0) {
     const netif::RxRequest req = rxe()[i & 255].req;
     netif::RxResponse r{};
     r.id = static_cast<uint16_t>(req.id + id_delta);
-    r.offset = 0;
+    r.offset = offset;
     r.flags = flags;
     r.status = len;
     std::memcpy(&rxe()[i & 255].rsp, &r, sizeof r);
@@ -171,6 +172,85 @@ TEST_F(HostileBackend, RxChecksAreTheSameOnTheFastAndTheSlowPath) {
     q->api().receive(32, [](const RxPacket&) { return true; });
     EXPECT_TRUE(q->broken()) << c.reason;
     EXPECT_NE(q->broken_reason().find(c.reason), std::string::npos) << q->broken_reason();
+    expect_accounted();
+    q->stop();
+    q.reset();
+  }
+}
+
+// The page bound on both paths, at its edges: data may end exactly at the
+// end of the page (offset + length == 4096), not one byte later; an empty
+// slot of a multi-slot packet still needs its offset inside the page.
+TEST_F(HostileBackend, RxDataMayEndAtThePageEndNotBeyond) {
+  struct Case {
+    uint16_t flags;
+    uint16_t offset;
+    int16_t len;
+    bool ok;
+  } cases[] = {
+      {0, 0, 4096, true},
+      {0, 4095, 1, true},
+      {0, 1, 4096, false},
+      {0, 4096, 1, false},
+      {0, 65535, 2, false},
+      {0, 2048, 32767, false},
+      {netif::kRxMoreData, 4095, 1, true},
+      {netif::kRxMoreData, 4096, 1, false},
+      {netif::kRxMoreData, 4095, 0, true},
+      {netif::kRxMoreData, 4096, 0, false},
+  };
+  for (const Case& c : cases) {
+    open(true);
+    const uint32_t cons = rx->rsp_cons();
+    answer_rx(cons, c.len, c.flags, 0, c.offset);
+    uint32_t n = 1;
+    if (c.flags & netif::kRxMoreData) answer_rx(cons + n++, 60, 0);  // the packet's last slot
+    publish_rx(cons + n);
+    uint32_t got = 0, bytes = 0;
+    q->api().receive(32, [&](const RxPacket& p) { return ++got, bytes += p.len, true; });
+    const std::string what = "offset " + std::to_string(c.offset) + " length " +
+                             std::to_string(c.len) + (c.flags ? " (more_data)" : "");
+    EXPECT_EQ(q->broken(), !c.ok) << what << ": " << q->broken_reason();
+    if (c.ok) {
+      EXPECT_EQ(got, 1u) << what;
+      EXPECT_EQ(bytes, uint32_t(c.len) + (n - 1) * 60) << what;
+    } else {
+      EXPECT_NE(q->broken_reason().find("outside its"), std::string::npos) << q->broken_reason();
+    }
+    expect_accounted();
+    q->stop();
+    q.reset();
+  }
+}
+
+// Packets reach the caller in ring order whatever its budget: single-slot
+// packets (handed over at once while the caller has room), multi-slot ones
+// (staged), and single-slot ones behind a staged packet or beyond the budget
+// (staged too, never passing an older one).
+TEST_F(HostileBackend, RxPacketsKeepRingOrderWhateverTheBudget) {
+  for (uint16_t budget : {1, 2, 3, 5, 32}) {
+    open(true);
+    const uint32_t cons = rx->rsp_cons();
+    std::vector<uint32_t> sent;  // each packet's length names it
+    uint32_t i = cons;
+    for (uint32_t p = 0; p < 24; ++p) {
+      const int16_t len = static_cast<int16_t>(100 + p);
+      if (p % 5 == 2) {  // a two-slot packet
+        answer_rx(i++, len, netif::kRxMoreData);
+        answer_rx(i++, 1, 0);
+        sent.push_back(uint32_t(len) + 1);
+      } else {
+        answer_rx(i++, len, 0);
+        sent.push_back(uint32_t(len));
+      }
+    }
+    publish_rx(i);
+    std::vector<uint32_t> got;
+    for (int round = 0; round < 100 && got.size() < sent.size(); ++round) {
+      q->api().receive(budget, [&](const RxPacket& p) { return got.push_back(p.len), true; });
+    }
+    EXPECT_EQ(got, sent) << "budget " << budget;
+    EXPECT_FALSE(q->broken()) << q->broken_reason();
     expect_accounted();
     q->stop();
     q.reset();

@@ -17,13 +17,23 @@ namespace xpv {
 namespace {
 
 // The checks every RX response of a data slot passes, on the fast path and
-// the slow one: the id of the request at that ring index, and (for a data
-// status) an offset and length inside the page. A length of 0 still needs an
-// offset inside the page, hence the max.
+// the slow one (netif.h): the id of the request at that ring index, and (for
+// a data status) an offset and length inside the page.
+inline bool rx_id_ok(const netif::RxResponse& r, uint32_t idx) {
+  return r.id == (idx & kRingMask);
+}
+
+// A status of at least 1 byte with offset + status inside the page, in one
+// compare: a status <= 0 becomes >= 0x8000 as an unsigned status - 1.
+inline bool rx_data_in_page(const netif::RxResponse& r) {
+  return uint32_t{static_cast<uint16_t>(r.status - 1)} + r.offset < kPageSize;
+}
+
 inline bool rx_response_ok(const netif::RxResponse& r, uint32_t idx) {
-  if (r.id != (idx & kRingMask)) return false;
-  if (r.status < 0) return true;  // an error status carries no data
-  return size_t{r.offset} + std::max<uint16_t>(static_cast<uint16_t>(r.status), 1) <= kPageSize;
+  if (!rx_id_ok(r, idx)) return false;
+  if (r.status < 0) return true;                   // an error status carries no data
+  if (r.status == 0) return r.offset < kPageSize;  // an empty slot still needs its offset inside
+  return rx_data_in_page(r);
 }
 
 }  // namespace
@@ -123,7 +133,8 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     const Queue::Deliver fn = direct ? direct->fn : nullptr;
     void* const ctx = direct ? direct->ctx : nullptr;
     bool simple = !c.asm_active && !c.extra_pending;
-    bool staged_empty = c.staged_tail == c.staged_head;
+    // Packets go straight to the caller only while nothing older is staged.
+    if (c.staged_tail != c.staged_head) dmax = dn;
     // One descriptor for every single-slot packet handed over in this batch
     // (the callback gets it by const reference and may not keep it).
     RxFragment fr{nullptr, 0};
@@ -137,10 +148,10 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
       const uint16_t slot = posted[idx & kRingMask];
       // Fast path, the common case: a whole packet in one slot (no more_data,
       // no extra info, data) that passes the checks.
-      if (simple && !(r.flags & (netif::kRxMoreData | netif::kRxExtraInfo)) && r.status > 0 &&
-          rx_response_ok(r, idx)) [[likely]] {
+      if (simple && !(r.flags & (netif::kRxMoreData | netif::kRxExtraInfo)) && rx_id_ok(r, idx) &&
+          rx_data_in_page(r)) [[likely]] {
         const uint32_t len = static_cast<uint32_t>(r.status);
-        if (dn < dmax && staged_empty) {
+        if (dn < dmax) {
           // Poll mode: hand it to the caller at once (nothing older waits).
           fr.data = pages + size_t{slot} * kPageSize + r.offset;
           fr.len = len;
@@ -152,12 +163,11 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
             dbytes += len;
             continue;
           }
-          dmax = dn;  // the caller is full: stage the rest
         }
+        dmax = dn;  // the caller is full, or this packet is staged: stage the rest
         const uint32_t f = c.frag_head++;
         c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
         c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len};
-        staged_empty = false;
         continue;
       }
       if (!rx_slow(idx, r, slot)) {
@@ -166,7 +176,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
         return finish(true);
       }
       simple = !c.asm_active && !c.extra_pending;
-      staged_empty = c.staged_tail == c.staged_head;
+      if (c.staged_tail != c.staged_head) dmax = dn;
     }
     // Each slot was posted at a ring index consumed just now, once.
     pool.free_bulk_owned(freed, nfreed);
