@@ -58,6 +58,7 @@ struct Options {
   uint32_t dst_ip = 0xC0A86301;  // 192.168.99.1
   std::string json;
   bool quiet = false;
+  bool reap_tx_in_transmit = false;  // DeviceConfig::experiment_reap_tx_in_transmit
 };
 
 void usage(FILE* f) {
@@ -72,8 +73,11 @@ void usage(FILE* f) {
       "                             macswap, l3fwd); reflect: send every frame back with MACs\n"
       "                             swapped; sink: count and verify (xpv-netback --mode source);\n"
       "                             ping: ARP for --dst-ip, then --count ICMP echo requests,\n"
-      "                             each reply checked (testpmd icmpecho, a Linux host)\n"
-      "  --count N                gen/ping: frames to send (0 = until --seconds; default 100000)\n"
+      "                             each reply checked (testpmd icmpecho, a Linux host);\n"
+      "                             tx: send numbered frames as fast as the ring takes them,\n"
+      "                             expecting none back (testpmd txonly's load)\n"
+      "  --count N                gen/ping/tx: frames to send (0 = until --seconds; default\n"
+      "                             100000)\n"
       "  --seconds S              stop after S seconds\n"
       "  --size N | MIN-MAX       frame size(s) in bytes, 60..65535 (default 60)\n"
       "  --window N               gen: frames in flight per queue (default 256)\n"
@@ -89,6 +93,10 @@ void usage(FILE* f) {
       "  --zero-copy              gen: build frames in the queue's granted pages\n"
       "  --no-verify              do not check payloads\n"
       "  --json FILE              write the results and every queue counter as JSON\n"
+      "  --experiment-reap-tx-in-transmit\n"
+      "                           an experiment: in event mode also consume TX responses in\n"
+      "                             the transmit path (Linux netfront before its fix), to\n"
+      "                             measure the spurious events that costs\n"
       "  --quiet                  only the summary\n"
       "Exit status: 0 ok, 1 cannot connect, 2 bad arguments, 3 lost or corrupted packets.\n");
 }
@@ -128,6 +136,7 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"dst-ip", required_argument, nullptr, 'D'},
                                  {"rounds", required_argument, nullptr, 'R'},
                                  {"gap-ms", required_argument, nullptr, 'G'},
+                                 {"experiment-reap-tx-in-transmit", no_argument, nullptr, 'X'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -149,8 +158,9 @@ int parse_args(int argc, char** argv, Options* o) {
         break;
       case 'r':
         o->role = optarg;
-        if (o->role != "gen" && o->role != "reflect" && o->role != "sink" && o->role != "ping") {
-          return bad_arg("--role", optarg, "expected gen, reflect, sink or ping");
+        if (o->role != "gen" && o->role != "reflect" && o->role != "sink" && o->role != "ping" &&
+            o->role != "tx") {
+          return bad_arg("--role", optarg, "expected gen, reflect, sink, ping or tx");
         }
         break;
       case 'c':
@@ -234,6 +244,9 @@ int parse_args(int argc, char** argv, Options* o) {
       case 'Q':
         o->quiet = true;
         break;
+      case 'X':
+        o->reap_tx_in_transmit = true;
+        break;
       case 'h':
         usage(stdout);
         std::exit(0);
@@ -243,7 +256,8 @@ int parse_args(int argc, char** argv, Options* o) {
     }
   }
   if (optind < argc) return bad_arg("argument", argv[optind], "unexpected");
-  if ((o->role == "gen" || o->role == "ping") && o->count == 0 && o->seconds == 0) {
+  if ((o->role == "gen" || o->role == "ping" || o->role == "tx") && o->count == 0 &&
+      o->seconds == 0) {
     std::fprintf(stderr, "xpv-pktgen: --role %s needs --count or --seconds\n", o->role.c_str());
     return 2;
   }
@@ -279,6 +293,7 @@ struct QueueStats {
   uint64_t sent = 0;
   uint64_t received = 0;
   uint64_t bytes_rx = 0;
+  uint64_t bytes_tx = 0;  // --role tx: what the rate is of
   uint64_t bad_payload = 0;
   uint64_t out_of_order = 0;
   uint64_t foreign = 0;  // frames that are not ours
@@ -327,7 +342,7 @@ struct Round {
 };
 
 struct Totals {
-  uint64_t sent = 0, received = 0, bytes = 0, bad = 0, ooo = 0, foreign = 0, lost = 0;
+  uint64_t sent = 0, received = 0, bytes = 0, bytes_tx = 0, bad = 0, ooo = 0, foreign = 0, lost = 0;
 };
 
 void sleep_for_events(xpv::Device& d, uint32_t nq) {
@@ -438,6 +453,7 @@ int main(int argc, char** argv) {
   cfg.vif = o.vif;
   cfg.queues = o.queues;
   cfg.mode = o.mode;
+  cfg.experiment_reap_tx_in_transmit = o.reap_tx_in_transmit;
   auto dev = xpv::Device::open(cfg);
   if (!dev) {
     std::fprintf(stderr, "xpv-pktgen: %s\n", dev.error().message.c_str());
@@ -481,6 +497,7 @@ int main(int argc, char** argv) {
   bool failed = false;
   uint64_t stalled = 0;
   const bool gen = o.role == "gen";
+  const bool tx_only = o.role == "tx";  // sends like gen, expects nothing back
   std::vector<Round> rounds;
   if (o.role == "ping") {
     run_ping(d, o, &t, &failed);
@@ -526,6 +543,7 @@ int main(int argc, char** argv) {
     auto done = [&]() {
       if (g_stop) return true;
       if (o.seconds > 0 && now_s() - t0 >= o.seconds) return true;
+      if (tx_only && o.count) return sum(&QueueStats::sent) >= o.count;
       return gen && o.count && round == o.rounds;
     };
     double last_report = t0, last_progress = t0;
@@ -540,9 +558,10 @@ int main(int argc, char** argv) {
         xpv::Queue& q = d.queue(qi);
         QueueStats& s = st[qi];
         // Transmit a burst within the window.
-        if (gen && s.sent < quota(qi) && s.in_flight() < o.window) {
-          const uint32_t n = static_cast<uint32_t>(
-              std::min<uint64_t>({kBurst, quota(qi) - s.sent, o.window - s.in_flight()}));
+        if ((gen && s.sent < quota(qi) && s.in_flight() < o.window) ||
+            (tx_only && s.sent < quota(qi))) {
+          const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(
+              {kBurst, quota(qi) - s.sent, tx_only ? kBurst : o.window - s.in_flight()}));
           xpv::TxSegment segs[kBurst];
           xpv::TxPacket pkts[kBurst];
           bool lent[kBurst] = {};
@@ -562,6 +581,8 @@ int main(int argc, char** argv) {
             if (lent[i])
               q.tx_buffer_free(const_cast<uint8_t*>(static_cast<const uint8_t*>(segs[i].data)));
           }
+          for (uint32_t i = 0; i < sent; ++i)
+            s.bytes_tx += segs[i].len;
           s.sent += sent;
           busy |= sent > 0;
           if (sent && cur.first_tx == 0) cur.first_tx = now_s();
@@ -657,6 +678,7 @@ int main(int argc, char** argv) {
       t.sent += s.sent;
       t.received += s.received;
       t.bytes += s.bytes_rx;
+      t.bytes_tx += s.bytes_tx;
       t.bad += s.bad_payload;
       t.ooo += s.out_of_order;
       t.foreign += s.foreign;
@@ -673,12 +695,15 @@ int main(int argc, char** argv) {
           xpv::counter_value(c, ci);
     }
   }
-  const double pps = elapsed > 0 ? t.received / elapsed : 0;
+  // The rate of what came in; for --role tx, of what went out.
+  const uint64_t rate_packets = o.role == "tx" ? t.sent : t.received;
+  const uint64_t rate_bytes = o.role == "tx" ? t.bytes_tx : t.bytes;
+  const double pps = elapsed > 0 ? rate_packets / elapsed : 0;
   std::printf(
       "xpv-pktgen: %s: sent %" PRIu64 ", received %" PRIu64
       " (%.0f pps, %.1f Mbit/s) in %.2f s; bad "
       "payload %" PRIu64 ", out of order %" PRIu64 ", foreign %" PRIu64 ", lost %" PRIu64 "\n",
-      o.role.c_str(), t.sent, t.received, pps, elapsed > 0 ? t.bytes * 8 / elapsed / 1e6 : 0.0,
+      o.role.c_str(), t.sent, t.received, pps, elapsed > 0 ? rate_bytes * 8 / elapsed / 1e6 : 0.0,
       elapsed, t.bad, t.ooo, t.foreign, t.lost);
   std::printf("xpv-pktgen: notifies %" PRIu64 " (%.4f per packet), events %" PRIu64
               ", spurious %" PRIu64 ", delayed EOIs %" PRIu64 ", ring full %" PRIu64
@@ -705,11 +730,12 @@ int main(int argc, char** argv) {
           f,
           "{\"role\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
           ",\"seconds\":%.3f,"
-          "\"pps\":%.1f,\"bad_payload\":%" PRIu64 ",\"out_of_order\":%" PRIu64
+          "\"pps\":%.1f,\"mbit_s\":%.1f,\"bad_payload\":%" PRIu64 ",\"out_of_order\":%" PRIu64
           ",\"foreign\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"stalled\":%" PRIu64
           ",\"link_downs\":%" PRIu64 ",\"reconnects\":%" PRIu64 ",\"teardown_pages\":%" PRIu64
           ",\"teardown_returned\":%" PRIu64 ",\"teardown_still_mapped\":%" PRIu64,
-          o.role.c_str(), t.sent, t.received, elapsed, pps, t.bad, t.ooo, t.foreign, t.lost,
+          o.role.c_str(), t.sent, t.received, elapsed, pps,
+          elapsed > 0 ? rate_bytes * 8 / elapsed / 1e6 : 0.0, t.bad, t.ooo, t.foreign, t.lost,
           stalled, link_downs, reconnects, acc.pages, acc.returned, acc.still_mapped);
       for (const auto& ci : xpv::kQueueCounterInfo) {
         std::fprintf(f, ",\"%s\":%" PRIu64, ci.name, xpv::counter_value(total, ci));

@@ -140,6 +140,11 @@ struct xenpv_internals {
   xenpv_args args;
   std::unique_ptr<xpv::Device> dev;  // opened at probe, re-opened on configure
   struct rte_ether_addr mac {};
+  // The mac the backend gave at the last connect (the library reads it again
+  // at each one), and whether the port's mac is the application's choice
+  // (mac= or mac_addr_set) rather than following the backend's.
+  xpv::MacAddr backend_mac{};
+  bool mac_chosen_by_app = false;
   uint16_t port_id = 0;
   bool started = false;
   xpv::BackendFeatures features;
@@ -158,6 +163,10 @@ struct xenpv_internals {
   // control_mu.
   uint32_t link_changes_pending = 0;
   bool link_up_latest = false;
+  // A reconnect found other features or another queue limit than the port
+  // was configured with: RTE_ETH_EVENT_INTR_RESET is due. Guarded by
+  // control_mu.
+  bool reset_event_pending = false;
 };
 
 uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);

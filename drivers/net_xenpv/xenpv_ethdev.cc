@@ -12,11 +12,12 @@
 #include <cstring>
 #include <iterator>
 #include <new>
+#include <utility>
 
 #include "xenpv.h"
 #include "xpv/log.h"
 
-RTE_LOG_REGISTER_DEFAULT(xenpv_logtype, NOTICE);
+RTE_LOG_REGISTER(xenpv_logtype, pmd.net.xenpv, NOTICE);
 
 namespace {
 
@@ -53,11 +54,50 @@ void set_link(struct rte_eth_dev* dev, bool up) {
   (void)rte_eth_linkstatus_set(dev, &link);
 }
 
+bool same_features(const xpv::BackendFeatures& a, const xpv::BackendFeatures& b) {
+  return a.rx_copy == b.rx_copy && a.sg == b.sg &&
+         a.split_event_channels == b.split_event_channels && a.max_queues == b.max_queues &&
+         a.gso_tcpv4 == b.gso_tcpv4 && a.gso_tcpv6 == b.gso_tcpv6 &&
+         a.ipv6_csum_offload == b.ipv6_csum_offload && a.ctrl_ring == b.ctrl_ring;
+}
+
+// What the backend provides is read again at every connect (a vif detached
+// and attached again may come back with another mac, a restarted backend
+// with other features). The port's mac follows the backend's unless the
+// application chose one; features and the queue limit are what
+// dev_infos_get reports, and when they changed under a configured port the
+// application is told with RTE_ETH_EVENT_INTR_RESET (reconfigure, or
+// rte_eth_dev_reset). Called with control_mu held, after a connect.
+void adopt_backend_values(xenpv_internals* p) {
+  const xpv::DeviceInfo& info = p->dev->info();
+  if (info.mac != p->backend_mac) {
+    XENPV_LOG(WARNING, "port %u: the backend's mac is now %s (was %s); %s", p->port_id,
+              xpv::to_string(info.mac).c_str(), xpv::to_string(p->backend_mac).c_str(),
+              p->mac_chosen_by_app ? "the port keeps the mac the application chose"
+                                   : "the port's mac follows it");
+    p->backend_mac = info.mac;
+    if (!p->mac_chosen_by_app) {
+      std::memcpy(p->mac.addr_bytes, info.mac.data(), RTE_ETHER_ADDR_LEN);
+      p->filter.mac.store(xenpv_rx_filter::mac_key(p->mac.addr_bytes), std::memory_order_relaxed);
+    }
+  }
+  if (!same_features(info.features, p->features)) {
+    XENPV_LOG(WARNING,
+              "port %u: the backend's features changed since the port was configured (max "
+              "queues %u -> %u, sg %d -> %d); raising a reset event",
+              p->port_id, p->features.max_queues, info.features.max_queues, p->features.sg,
+              info.features.sg);
+    p->features = info.features;
+    p->reset_event_pending = true;
+  }
+}
+
 // The library's link callback: runs inside connect/poll_control/close, all
 // called with control_mu held.
 void note_link_change(xenpv_internals* p, const xpv::DeviceEvent& e) {
   ++p->link_changes_pending;
   p->link_up_latest = e.link == xpv::LinkState::kUp;
+  if (e.link == xpv::LinkState::kUp) adopt_backend_values(p);
 }
 
 // Raises the pending link changes one at a time: the link status is set under
@@ -84,6 +124,14 @@ void raise_link_events(struct rte_eth_dev* dev) {
     XENPV_LOG(INFO, "port %u: link %s%s", dev->data->port_id, up ? "up" : "down", reason.c_str());
     if (dev->data->dev_conf.intr_conf.lsc) {
       rte_eth_dev_callback_process(dev, RTE_ETH_EVENT_INTR_LSC, nullptr);
+    }
+    if (up) {
+      bool reset = false;
+      {
+        std::lock_guard lk(p->control_mu);
+        reset = std::exchange(p->reset_event_pending, false);
+      }
+      if (reset) rte_eth_dev_callback_process(dev, RTE_ETH_EVENT_INTR_RESET, nullptr);
     }
   }
 }
@@ -270,8 +318,10 @@ int xenpv_dev_start(struct rte_eth_dev* dev) {
     }
     p->started = true;
     // The link came up because the application started the port: reported
-    // by rte_eth_link_get, not as an event.
+    // by rte_eth_link_get, not as an event (adopt_backend_values ran in it,
+    // and what dev_infos_get reports from now on is what it found).
     p->link_changes_pending = 0;
+    p->reset_event_pending = false;
     set_link(dev, p->dev->link() == xpv::LinkState::kUp);
   }
   dev->data->scattered_rx = 1;  // frames larger than an mbuf arrive as chains
@@ -387,6 +437,10 @@ int xenpv_set_mc_addr_list(struct rte_eth_dev* dev, struct rte_ether_addr* set, 
 
 int xenpv_mac_addr_set(struct rte_eth_dev* dev, struct rte_ether_addr* addr) {
   xenpv_internals* p = priv(dev);
+  std::lock_guard lk(p->control_mu);  // adopt_backend_values may write the mac too
+  // ethdev replays the port's own mac at every start (eth_dev_mac_restore
+  // passes dev->data->mac_addrs): not a choice of the application.
+  if (addr != dev->data->mac_addrs) p->mac_chosen_by_app = true;
   p->mac = *addr;
   p->filter.mac.store(xenpv_rx_filter::mac_key(addr->addr_bytes), std::memory_order_relaxed);
   return 0;
@@ -831,6 +885,8 @@ int xenpv_probe(struct rte_vdev_device* vdev) {
   }
   const xpv::DeviceInfo& info = p->dev->info();
   std::memcpy(p->mac.addr_bytes, info.mac.data(), RTE_ETHER_ADDR_LEN);
+  p->backend_mac = info.mac;
+  p->mac_chosen_by_app = args.mac.has_value();
   dev->data->mac_addrs = &p->mac;
   p->filter.mac.store(xenpv_rx_filter::mac_key(p->mac.addr_bytes), std::memory_order_relaxed);
   // ethdev's defaults, which the filter starts from: promiscuous and

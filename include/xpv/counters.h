@@ -23,23 +23,24 @@ struct EventCounters {
 
 // Per netfront queue. The names are the xstats names (with the DPDK
 // driver's "rx_qN_" / "tx_qN_" style prefix added by the driver).
-#define XPV_QUEUE_COUNTERS(X)                                                           \
-  X(tx_packets, "packets handed to the backend")                                        \
-  X(tx_bytes, "bytes handed to the backend")                                            \
-  X(tx_dropped, "packets the backend answered with NETIF_RSP_DROPPED or we refused")    \
-  X(tx_errors, "packets the backend answered with NETIF_RSP_ERROR")                     \
-  X(rx_packets, "packets received")                                                     \
-  X(rx_bytes, "bytes received")                                                         \
-  X(rx_dropped, "received packets dropped (no buffer, bad response)")                   \
-  X(rx_errors, "RX responses with an error status")                                     \
-  X(notifies, "event channel notifications sent to the backend")                        \
-  X(events, "events taken from the queue's event channel(s)")                           \
-  X(spurious_events, "events whose handler found no work")                              \
-  X(delayed_eois, "EOIs delayed by the spurious-event back-off")                        \
-  X(ring_full, "transmit attempts stopped by a full TX ring or no free slot")           \
-  X(backend_errors, "protocol violations by the backend (each disconnects the device)") \
-  X(local_errors, "our own event channel failures (each disconnects the device)")       \
-  X(tx_reaped_in_xmit, "TX responses consumed by the transmit path (must stay 0)")      \
+#define XPV_QUEUE_COUNTERS(X)                                                                      \
+  X(tx_packets, "packets handed to the backend")                                                   \
+  X(tx_bytes, "bytes handed to the backend")                                                       \
+  X(tx_dropped, "packets the backend answered with NETIF_RSP_DROPPED or we refused")               \
+  X(tx_errors, "packets the backend answered with NETIF_RSP_ERROR")                                \
+  X(rx_packets, "packets received")                                                                \
+  X(rx_bytes, "bytes received")                                                                    \
+  X(rx_dropped, "received packets dropped (no buffer, bad response)")                              \
+  X(rx_errors, "RX responses with an error status")                                                \
+  X(notifies, "event channel notifications sent to the backend")                                   \
+  X(events, "events taken from the queue's event channel(s)")                                      \
+  X(spurious_events, "events whose handler found no work")                                         \
+  X(delayed_eois, "EOIs delayed by the spurious-event back-off")                                   \
+  X(ring_full, "transmit attempts stopped by a full TX ring or no free slot")                      \
+  X(backend_errors, "protocol violations by the backend (each disconnects the device)")            \
+  X(local_errors, "our own event channel failures (each disconnects the device)")                  \
+  X(tx_reaped_in_xmit,                                                                             \
+    "TX responses consumed by the transmit path (0 unless the reap-in-transmit experiment is on)") \
   X(rx_refills, "RX ring refill batches")
 
 struct QueueCounters {

@@ -53,6 +53,12 @@ struct DeviceConfig {
   std::optional<MacAddr> mac;        // override of the mac xenstore gives
   bool split_event_channels = true;  // when the backend offers them
   uint32_t connect_timeout_ms = 15000;
+  // An experiment, never for production: in event mode also consume TX
+  // responses in the transmit path while notifications are armed, as Linux
+  // netfront did before its fix. Each event raised for responses already
+  // consumed then finds no work (counted as spurious_events) and, under late
+  // EOI, delays the unmask (delayed_eois). Exists to measure that cost.
+  bool experiment_reap_tx_in_transmit = false;
 };
 
 struct BackendFeatures {
@@ -195,11 +201,28 @@ struct DeviceInfo {
   uint32_t queues = 0;
 };
 
-// Why the device went down last (a backend protocol violation, the backend
-// closing, the platform connection lost...).
+// What the backend provides and a new connection found different from the
+// previous one (a vif re-attached with another mac, a backend restarted with
+// other features): DeviceEvent::changed, a set of these bits.
+enum BackendChange : uint32_t {
+  kBackendChangeMac = 1u << 0,  // the vif's mac (not reported when DeviceConfig::mac overrides it)
+  kBackendChangeMtu = 1u << 1,  // the vif's mtu key
+  kBackendChangeFeatures = 1u << 2,   // a feature-* key
+  kBackendChangeMaxQueues = 1u << 3,  // multi-queue-max-queues
+};
+
+// A link change. `reason` says why the device went down (a backend protocol
+// violation, the backend closing, the platform connection lost...). On a link
+// up after a reconnect, `changed` names what the backend provides differently
+// from the previous connection (DeviceInfo holds the new values; `previous`
+// the values of the previous connection); 0 on the first connection.
 struct DeviceEvent {
-  LinkState link;
+  LinkState link = LinkState::kDown;
   std::string reason;
+  uint32_t changed = 0;  // BackendChange bits
+  MacAddr previous_mac{};
+  uint32_t previous_mtu = 0;
+  BackendFeatures previous_features;
 };
 
 class Device {

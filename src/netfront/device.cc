@@ -106,6 +106,7 @@ class Device::Impl {
       auto q = std::make_unique<QueueImpl>(i);
       XPV_TRY(q->init());
       q->set_mode(cfg_.mode);
+      q->set_reap_tx_in_transmit(cfg_.experiment_reap_tx_in_transmit);
       queues_.push_back(std::move(q));
     }
     XPV_TRY(open_platform_and_node(/*wait_ms=*/cfg_.connect_timeout_ms));
@@ -248,16 +249,71 @@ class Device::Impl {
   }
 
   void link_changed(LinkState l, const std::string& reason) {
-    if (l == link_) return;
-    link_ = l;
+    DeviceEvent e;
+    e.link = l;
+    e.reason = reason;
+    link_changed(e);
+  }
+  void link_changed(const DeviceEvent& e) {
+    if (e.link == link_) return;
+    link_ = e.link;
     link_dirty_ = true;
-    if (l == LinkState::kDown) {
+    if (e.link == LinkState::kDown) {
       std::lock_guard lk(mu_);
-      last_down_reason_ = reason;
+      last_down_reason_ = e.reason;
     }
-    log_info("vif %u: link %s%s%s", cfg_.vif, l == LinkState::kUp ? "up" : "down",
-             reason.empty() ? "" : ": ", reason.c_str());
-    if (cb_) cb_(DeviceEvent{l, reason});
+    log_info("vif %u: link %s%s%s", cfg_.vif, e.link == LinkState::kUp ? "up" : "down",
+             e.reason.empty() ? "" : ": ", e.reason.c_str());
+    if (cb_) cb_(e);
+  }
+
+  // The link-up event of a connection: what the backend provides
+  // differently from the previous connection (read again by read_info() at
+  // each connect), each difference logged.
+  DeviceEvent connected_event() {
+    DeviceEvent e;
+    e.link = LinkState::kUp;
+    if (ever_connected_) {
+      const DeviceInfo& was = last_connected_;
+      e.previous_mac = was.mac;
+      e.previous_mtu = was.mtu;
+      e.previous_features = was.features;
+      std::string what;
+      auto note = [&](uint32_t bit, const std::string& text) {
+        e.changed |= bit;
+        what += (what.empty() ? "" : "; ") + text;
+      };
+      if (info_.mac != was.mac)
+        note(kBackendChangeMac,
+             format("mac %s -> %s", to_string(was.mac).c_str(), to_string(info_.mac).c_str()));
+      if (info_.mtu != was.mtu) note(kBackendChangeMtu, format("mtu %u -> %u", was.mtu, info_.mtu));
+      if (info_.features.max_queues != was.features.max_queues)
+        note(kBackendChangeMaxQueues, format("multi-queue-max-queues %u -> %u",
+                                             was.features.max_queues, info_.features.max_queues));
+      const std::string fa = feature_list(was.features), fb = feature_list(info_.features);
+      if (fa != fb) note(kBackendChangeFeatures, "features [" + fa + "] -> [" + fb + "]");
+      if (e.changed) {
+        log_warn("vif %u: backend %s provides other values than at the previous connection: %s",
+                 cfg_.vif, info_.backend_path.c_str(), what.c_str());
+      }
+    }
+    last_connected_ = info_;
+    return e;
+  }
+
+  static std::string feature_list(const BackendFeatures& f) {
+    std::string out;
+    auto add = [&](bool on, const char* name) {
+      if (on) out += (out.empty() ? "" : " ") + std::string(name);
+    };
+    add(f.rx_copy, "rx-copy");
+    add(f.sg, "sg");
+    add(f.split_event_channels, "split-event-channels");
+    add(f.gso_tcpv4, "gso-tcpv4");
+    add(f.gso_tcpv6, "gso-tcpv6");
+    add(f.ipv6_csum_offload, "ipv6-csum-offload");
+    add(f.ctrl_ring, "ctrl-ring");
+    return out;
   }
 
   Status write_state(XenbusState s) {
@@ -465,9 +521,10 @@ class Device::Impl {
             q->start();
           set_phase(Phase::kConnected);
           if (ever_connected_) ++reconnects_;
+          const DeviceEvent up = connected_event();
           ever_connected_ = true;
           fatal_.reset();
-          link_changed(LinkState::kUp, "");
+          link_changed(up);
         } else if (be == XenbusState::kClosing || be == XenbusState::kClosed || !be ||
                    now >= deadline_) {
           std::string why = backend_error_text();
@@ -633,6 +690,7 @@ class Device::Impl {
   std::vector<std::unique_ptr<QueueImpl>> queues_;
   QueueImpl unconnected_queue_{kMaxQueues};  // what queue() answers for a bad index
   DeviceInfo info_;
+  DeviceInfo last_connected_;  // info_ as the previous connection found it
   std::string be_watched_;
   std::string last_read_error_;  // the last failure of read_node(), logged once
   Phase phase_ = Phase::kIdle;

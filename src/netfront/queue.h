@@ -94,6 +94,8 @@ class QueueImpl {
   bool poll();
   bool arm(Queue::ArmFor what);
   void set_mode(QueueMode m);
+  // DeviceConfig::experiment_reap_tx_in_transmit (set before start).
+  void set_reap_tx_in_transmit(bool on) { reap_tx_in_transmit_ = on; }
   uint32_t tx_done_cleanup(uint32_t max);
   Queue::RingState ring_state();
   bool rx_monitor(Queue::RxMonitor* out);
@@ -219,8 +221,9 @@ class QueueImpl {
     bool& f_;
     bool old_;
   };
-  bool in_xmit_ = false;     // inside transmit()
-  bool in_handler_ = false;  // inside an event handler run by process_events()
+  bool in_xmit_ = false;              // inside transmit()
+  bool in_handler_ = false;           // inside an event handler run by process_events()
+  bool reap_tx_in_transmit_ = false;  // the experiment: the pre-fix Linux rule
 
   const uint32_t index_;
   Queue api_;

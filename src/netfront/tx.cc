@@ -127,7 +127,7 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
 // it; in event mode it runs only for an event that fired, so the transmit
 // path never consumes a response the backend's event was raised for.
 void QueueImpl::reclaim_tx() {
-  if (mode() == QueueMode::kPoll) {
+  if (mode() == QueueMode::kPoll || reap_tx_in_transmit_) {
     handle_tx_responses();
   } else {
     process_events();
@@ -243,6 +243,13 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
   if (ring_full) count(kCounter_ring_full);
   // At most one notification per burst, and only when the backend asked.
   if (committed && ring.push_requests_and_check_notify()) notify(c.tx_port);
+  // The experiment (off by default): Linux netfront before the fix reaped
+  // TX responses at the end of every xmit (xennet_tx_buf_gc) while
+  // notifications were armed, so that the event raised for them found
+  // nothing: a spurious event, and under late EOI a delayed unmask.
+  if (reap_tx_in_transmit_ && mode() == QueueMode::kEvent &&
+      !broken_.load(std::memory_order_relaxed))
+    handle_tx_responses();
   leave();
   return static_cast<uint16_t>(done);
 }
