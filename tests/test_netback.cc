@@ -1820,6 +1820,204 @@ Result<netback::CliOptions> parse(std::vector<const char*> args) {
   return netback::parse_cli(static_cast<int>(args.size()), args.data());
 }
 
+// ---------------------------------------------------------------------------
+// Hostile xenstore values and the reattach fault (issue 10, sections 5 and 1).
+
+TEST_F(NetbackTest, HostileXenstoreFaultsWriteTheirValues) {
+  struct Case {
+    Fault fault;
+    const char* key;  // under the frontend's (fe/...) or the backend's (be/...) directory
+    const char* value;
+  };
+  const Case cases[] = {
+      {Fault::kXsBadMac, "fe/mac", "00:16:3e:zz:"},
+      {Fault::kXsMulticastMac, "fe/mac", "01:16:3e:00:"},
+      {Fault::kXsMaxQueuesZero, "be/multi-queue-max-queues", "0"},
+      {Fault::kXsMaxQueuesHuge, "be/multi-queue-max-queues", "4294967295"},
+      {Fault::kXsBadMtu, "fe/mtu", "4294967295"},
+      {Fault::kXsFeatureGarbage, "be/feature-sg", "yes"},
+      {Fault::kXsFeatureGarbage, "be/feature-split-event-channels", "2"},
+      {Fault::kXsFeatureGarbage, "be/feature-ctrl-ring", " 1"},
+      {Fault::kXsFeatureGarbage, "be/feature-rx-copy", "1"},
+  };
+  for (const Case& c : cases) {
+    if (be) be->stop();
+    Config cfg;
+    cfg.fault = c.fault;
+    start(cfg);
+    Frontend fe(*hv);
+    ASSERT_TRUE(fe.wait_be_state(2));
+    const std::string k = c.key;
+    const std::string path = (k.starts_with("fe/") ? fe.fe() : fe.be()) + "/" + k.substr(3);
+    const std::string got = fe.read(path).value_or("<absent>");
+    if (k == "fe/mac") {  // the rest of the mac is the domain's
+      EXPECT_TRUE(got.starts_with(c.value)) << to_string(c.fault) << ": " << got;
+    } else {
+      EXPECT_EQ(got, c.value) << to_string(c.fault) << " " << path;
+    }
+    // The backend's own mac key stays the real one.
+    EXPECT_EQ(fe.read(fe.be() + "/mac").value_or(""), netback::format_mac(fe.mac()));
+  }
+}
+
+TEST_F(NetbackTest, FaultStateBackwardsGoesFromConnectedToInitWait) {
+  Config cfg;
+  cfg.fault = Fault::kXsStateBackwards;
+  cfg.fault_after = 2;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 8);
+  fe.send(fe.q(), pattern(60, 0));
+  fe.send(fe.q(), pattern(60, 1));
+  ASSERT_TRUE(fe.wait_be_state(2)) << "state " << fe.be_state();
+  EXPECT_EQ(vif(fe.domid()).queues, 0u) << "the data path stopped first";
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+  // The frontend closes and starts over: the backend serves it again.
+  fe.set_state(5);
+  fe.drop_queues();
+  fe.set_state(6);
+  ASSERT_TRUE(fe.wait_be_state(6));
+  fe.set_state(1);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  ASSERT_TRUE(fe.connect());
+  EXPECT_EQ(ctr(fe.domid()).connects, 2u);
+}
+
+TEST_F(NetbackTest, FaultStateUndefinedWritesANumberThatIsNoState) {
+  Config cfg;
+  cfg.fault = Fault::kXsStateUndefined;
+  cfg.fault_after = 1;
+  cfg.fault_arg = 1234;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 8);
+  fe.send(fe.q(), pattern(60, 0));
+  ASSERT_TRUE(fe.wait_be_state(1234)) << "state " << fe.be_state();
+  fe.set_state(5);
+  fe.drop_queues();
+  fe.set_state(6);
+  fe.set_state(1);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  ASSERT_TRUE(fe.connect());
+}
+
+TEST_F(NetbackTest, FaultKeysVanishRemovesTheFeatureKeysUntilTheFrontendClosed) {
+  Config cfg;
+  cfg.fault = Fault::kXsKeysVanish;
+  cfg.fault_after = 2;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  fe.post_rx(fe.q(), 8);
+  fe.send(fe.q(), pattern(60, 0));
+  fe.send(fe.q(), pattern(60, 1));
+  ASSERT_TRUE(fe.wait_be_state(5));
+  fe.set_state(5);
+  fe.drop_queues();
+  fe.set_state(6);
+  // InitWait again, but the keys the frontend reads now are gone.
+  ASSERT_TRUE(fe.wait_be_state(2));
+  for (const char* k : {"feature-rx-copy", "feature-sg", "multi-queue-max-queues"})
+    EXPECT_FALSE(fe.read(fe.be() + "/" + k)) << k;
+  // A frontend that gives up (Closing, Closed) finds them back.
+  fe.set_state(5);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  fe.set_state(6);
+  ASSERT_TRUE(wait_until([&] { return fe.read(fe.be() + "/feature-rx-copy") == "1"; }));
+  EXPECT_EQ(fe.read(fe.be() + "/multi-queue-max-queues").value_or(""), "8");
+  fe.set_state(1);
+  ASSERT_TRUE(fe.wait_be_state(2));
+  ASSERT_TRUE(fe.connect());
+}
+
+TEST_F(NetbackTest, FaultReattachRemovesTheVifAndBringsItBackWithTheOtherMac) {
+  Config cfg;
+  cfg.fault = Fault::kReattach;
+  cfg.fault_after = 2;
+  cfg.fault_arg = 2;
+  cfg.mac = netback::parse_mac("00:16:3e:00:00:11");
+  cfg.reattach_mac = netback::parse_mac("00:16:3e:00:00:21");
+  start(cfg);
+  Frontend fe(*hv);
+  const char* macs[] = {"00:16:3e:00:00:21", "00:16:3e:00:00:11"};
+  for (const char* want : macs) {
+    ASSERT_TRUE(fe.connect());
+    fe.post_rx(fe.q(), 8);
+    fe.send(fe.q(), pattern(60, 0));
+    fe.send(fe.q(), pattern(60, 1));
+    // network-detach: online 0, backend Closing, the data path gone.
+    ASSERT_TRUE(fe.wait_be_state(5));
+    EXPECT_EQ(fe.read(fe.be() + "/online").value_or(""), "0");
+    EXPECT_EQ(vif(fe.domid()).queues, 0u);
+    fe.drop_queues();
+    fe.set_state(6);
+    // Both directories removed, then created again with the other mac.
+    ASSERT_TRUE(wait_until([&] { return !fe.read(fe.fe() + "/backend"); }));
+    EXPECT_FALSE(fe.read(fe.be() + "/state"));
+    ASSERT_TRUE(wait_until([&] { return fe.read(fe.fe() + "/mac") == std::string(want); }));
+    EXPECT_EQ(fe.read(fe.be() + "/mac").value_or(""), want);
+    EXPECT_EQ(fe.read(fe.fe() + "/state").value_or(""), "1");
+    ASSERT_TRUE(fe.wait_be_state(2));
+    EXPECT_EQ(vif(fe.domid()).mac, want);
+  }
+  // Both rounds done: the vif stays.
+  ASSERT_TRUE(fe.connect());
+  for (int i = 0; i < 4; ++i)
+    fe.send(fe.q(), pattern(60, 0));
+  ASSERT_EQ(fe.wait_tx(fe.q(), 4).size(), 4u);
+  EXPECT_EQ(fe.be_state(), 4);
+  Counters c = ctr(fe.domid());
+  EXPECT_EQ(c.connects, 3u);
+  EXPECT_EQ(c.faults_injected, 2u);
+}
+
+TEST(NetbackCli, HostileXenstoreFaultsAndReattach) {
+  for (const char* f : {"xs-bad-mac", "xs-multicast-mac", "xs-max-queues-zero",
+                        "xs-max-queues-huge", "xs-bad-mtu", "xs-feature-garbage",
+                        "xs-state-backwards", "xs-state-undefined", "xs-keys-vanish", "reattach"}) {
+    auto o = parse({"--socket", "/s", "--fault", f});
+    ASSERT_TRUE(o) << f << ": " << o.error().message;
+    EXPECT_STREQ(to_string(o->cfg.fault), f);
+    EXPECT_NE(std::string(netback::help_text()).find(f), std::string::npos) << f;
+  }
+  EXPECT_NE(std::string(netback::help_text()).find("--reattach-mac"), std::string::npos);
+  auto r = parse({"--socket", "/s", "--fault", "reattach", "--fault-arg", "3", "--reattach-mac",
+                  "00:16:3e:00:00:21"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(netback::format_mac(*r->cfg.reattach_mac), "00:16:3e:00:00:21");
+  EXPECT_EQ(netback::fault_arg_or_default(r->cfg), 3u);
+  // Default other mac: 0x10 added to the last byte.
+  EXPECT_EQ(netback::format_mac(
+                netback::reattach_mac(Config{}, *netback::parse_mac("00:16:3e:00:00:11"), 0)),
+            "00:16:3e:00:00:21");
+  EXPECT_EQ(netback::fault_arg_or_default(
+                parse({"--socket", "/s", "--fault", "xs-state-undefined"})->cfg),
+            99u);
+  struct Bad {
+    std::vector<const char*> args;
+    const char* names;
+  };
+  const Bad bad[] = {
+      {{"--socket", "/s", "--reattach-mac", "00:16:3e:00:00:21"}, "--reattach-mac needs --fault"},
+      {{"--socket", "/s", "--fault", "reattach", "--reattach-mac", "01:16:3e:00:00:21"},
+       "multicast"},
+      {{"--socket", "/s", "--fault", "reattach", "--reattach-mac", "zz"}, "--reattach-mac"},
+      {{"--socket", "/s", "--fault", "reattach", "--mac", "00:16:3e:00:00:21", "--reattach-mac",
+        "00:16:3e:00:00:21"},
+       "differ"},
+      {{"--socket", "/s", "--fault", "reattach", "--fault-arg", "0"}, "at least 1"},
+      {{"--socket", "/s", "--fault", "xs-state-undefined", "--fault-arg", "4"}, "9.."},
+      {{"--socket", "/s", "--fault", "xs-bad-mac", "--fault-arg", "4"}, "takes no argument"},
+  };
+  for (const Bad& b : bad) {
+    auto o = parse(b.args);
+    ASSERT_FALSE(o) << b.names;
+    EXPECT_NE(o.error().message.find(b.names), std::string::npos) << o.error().message;
+  }
+}
+
 TEST(NetbackCli, ParsesOptionsAndNamesTheBadOne) {
   auto o = parse({"--socket", "/tmp/x.sock", "--mode=source", "--source-size", "1514",
                   "--rx-stall-timeout", "0.5", "--fault", "late-tx-rsp", "--fault-arg", "50",

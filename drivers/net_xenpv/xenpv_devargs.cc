@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <set>
 
+#include "netfront/backend_keys.h"
 #include "xenpv.h"
 
 const char* const xenpv_valid_args[] = {"vif",   "backend", "queues", "mac",
@@ -73,6 +75,12 @@ int set_mac(const char* key, const char* v, void* opaque) {
     *c->err = xpv::format("%s='%s': expected a MAC address xx:xx:xx:xx:xx:xx", key, v ? v : "");
     return -1;
   }
+  // The rule the frontend applies to the vif's mac key (backend_keys.h).
+  if (auto why = xpv::mac_unusable_reason(*m)) {
+    *c->err = xpv::format("%s='%s': %s cannot be the port's own address; expected a unicast MAC",
+                          key, v, why->c_str());
+    return -1;
+  }
   c->out->mac = *m;
   return 0;
 }
@@ -119,7 +127,10 @@ int set_speed(const char* key, const char* v, void* opaque) {
 bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
   if (!params || !*params) return true;
   // rte_kvargs_parse rejects unknown keys without saying which: find it.
+  // rte_kvargs_process calls a handler once per occurrence, so the last of
+  // a repeated key would win silently: refuse it.
   std::string all(params);
+  std::set<std::string> seen;
   size_t pos = 0;
   while (pos <= all.size()) {
     size_t comma = all.find(',', pos);
@@ -138,6 +149,11 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
       }
       if (kv.find('=') == std::string::npos) {
         *err = xpv::format("device argument '%s' needs a value (%s=...)", key.c_str(), key.c_str());
+        return false;
+      }
+      if (!seen.insert(key).second) {
+        *err =
+            xpv::format("device argument '%s' is given more than once; give it once", key.c_str());
         return false;
       }
     }

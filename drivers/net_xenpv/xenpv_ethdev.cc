@@ -864,6 +864,13 @@ int xenpv_probe(struct rte_vdev_device* vdev) {
                                                         : RTE_LOG_DEBUG;
     rte_log(lvl, xenpv_logtype, "net_xenpv: %.*s\n", static_cast<int>(m.size()), m.data());
   });
+  // The library filters before its sink: follow pmd.net.xenpv's level
+  // (--log-level=pmd.net.xenpv:debug shows the library's debug lines too).
+  const int level = rte_log_get_level(xenpv_logtype);
+  xpv::set_log_level(level >= static_cast<int>(RTE_LOG_DEBUG)     ? xpv::LogLevel::kDebug
+                     : level >= static_cast<int>(RTE_LOG_INFO)    ? xpv::LogLevel::kInfo
+                     : level >= static_cast<int>(RTE_LOG_WARNING) ? xpv::LogLevel::kWarning
+                                                                  : xpv::LogLevel::kError);
   struct rte_eth_dev* dev = rte_eth_vdev_allocate(vdev, sizeof(xenpv_internals));
   if (!dev) return -ENOMEM;
   auto* p = new (dev->data->dev_private) xenpv_internals();

@@ -82,9 +82,40 @@ Fault injection (for frontend tests; see docs/xpv-netback.md):
                              --fault-arg times (default 1), each after N
                              more packets
     stall-rx                 stop consuming RX requests
+  Hostile xenstore values (what the frontend reads; it must refuse or fall
+  back, naming the key, and never crash or hang):
+    xs-bad-mac               the vif's mac is "00:16:3e:zz:..": not a MAC
+    xs-multicast-mac         the vif's mac has the group bit set
+    xs-max-queues-zero       multi-queue-max-queues = 0
+    xs-max-queues-huge       multi-queue-max-queues = 4294967295
+    xs-bad-mtu               the vif's mtu = 4294967295
+    xs-feature-garbage       feature-sg "yes", feature-split-event-channels
+                             "2", feature-ctrl-ring " 1", feature-gso-tcpv4
+                             "true" (feature-rx-copy stays "1")
+    xs-state-backwards       after N packets the backend state goes
+                             Connected -> InitWait (no Closing/Closed)
+    xs-state-undefined       after N packets the backend state becomes
+                             --fault-arg (default 99, at least 9): no
+                             XenbusState
+    xs-keys-vanish           after N packets the backend reconnects, and
+                             removes its feature-* and multi-queue-max-queues
+                             keys before InitWait; they come back once the
+                             frontend closed
+  The toolstack:
+    reattach                 after N packets, xl network-detach (backend
+                             Closing, wait up to 5 s for the frontend to
+                             close, remove both directories) then, 300 ms
+                             later, xl network-attach with vif 0's mac
+                             alternating between --reattach-mac (odd rounds)
+                             and --mac; --fault-arg rounds (default 1), each
+                             after N more packets
+  --reattach-mac MAC       reattach: the other mac of vif 0 (default: its
+                           mac with 0x10 added to the last byte; other vifs
+                           always get that)
   --fault-after N          inject after N TX responses (TX faults) or N RX
-                           packets (RX faults, stall-rx); reconnect counts
-                           TX packets (RX packets in source mode)
+                           packets (RX faults, stall-rx); reconnect,
+                           reattach, xs-state-* and xs-keys-vanish count TX
+                           packets (RX packets in source mode)
                            (default 1000)
   --fault-arg X            the fault's number, see above
 
@@ -103,6 +134,8 @@ Examples:
       --fault-arg 3
   xpv-netback --socket /tmp/nb.sock --fault late-tx-rsp --fault-arg 500
   xpv-netback --socket /tmp/nb.sock --mode bridge --vifs 2
+  xpv-netback --socket /tmp/nb.sock --mac 00:16:3e:00:00:11 --fault reattach \
+      --reattach-mac 00:16:3e:00:00:21 --fault-after 1000 --fault-arg 4
 
 Exit status: 0 after SIGINT/SIGTERM, 1 when serving failed, 2 for bad
 options.
@@ -205,6 +238,20 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
         return make_error(EINVAL, format("--mac: '%s' is a multicast address", v->c_str()));
       }
       c.mac = *m;
+    } else if (arg == "--reattach-mac") {
+      auto v = val();
+      if (!v) return v.error();
+      auto m = parse_mac(*v);
+      if (!m) {
+        return make_error(EINVAL, format("--reattach-mac: '%s' is not a mac address like "
+                                         "00:16:3e:12:34:56",
+                                         v->c_str()));
+      }
+      if ((*m)[0] & 1) {
+        return make_error(EINVAL,
+                          format("--reattach-mac: '%s' is a multicast address", v->c_str()));
+      }
+      c.reattach_mac = *m;
     } else if (arg == "--mtu") {
       auto v = val();
       if (!v) return v.error();
@@ -319,6 +366,8 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
       case Fault::kEventStorm:
       case Fault::kLateTxRsp:
       case Fault::kReconnect:
+      case Fault::kReattach:
+      case Fault::kXsStateUndefined:
         break;
       default:
         return make_error(EINVAL,

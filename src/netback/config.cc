@@ -32,6 +32,16 @@ constexpr FaultName kFaults[] = {
     {Fault::kLateTxRsp, "late-tx-rsp"},
     {Fault::kReconnect, "reconnect"},
     {Fault::kStallRx, "stall-rx"},
+    {Fault::kXsBadMac, "xs-bad-mac"},
+    {Fault::kXsMulticastMac, "xs-multicast-mac"},
+    {Fault::kXsMaxQueuesZero, "xs-max-queues-zero"},
+    {Fault::kXsMaxQueuesHuge, "xs-max-queues-huge"},
+    {Fault::kXsBadMtu, "xs-bad-mtu"},
+    {Fault::kXsFeatureGarbage, "xs-feature-garbage"},
+    {Fault::kXsStateBackwards, "xs-state-backwards"},
+    {Fault::kXsStateUndefined, "xs-state-undefined"},
+    {Fault::kXsKeysVanish, "xs-keys-vanish"},
+    {Fault::kReattach, "reattach"},
 };
 
 int hex_digit(char c) {
@@ -101,6 +111,13 @@ Mac default_mac(uint16_t domid, uint32_t handle) {
              static_cast<uint8_t>(handle)};
 }
 
+Mac reattach_mac(const Config& c, const Mac& m, uint32_t handle) {
+  if (handle == 0 && c.reattach_mac) return *c.reattach_mac;
+  Mac r = m;
+  r[5] = static_cast<uint8_t>(r[5] + 0x10);
+  return r;
+}
+
 Status validate(const Config& c) {
   if (c.vifs < 1 || c.vifs > 16) return make_error(EINVAL, "--vifs must be between 1 and 16");
   if (c.max_queues < 1 || c.max_queues > 64) {
@@ -121,6 +138,24 @@ Status validate(const Config& c) {
   if (c.fault == Fault::kReconnect && c.fault_arg && *c.fault_arg == 0) {
     return make_error(EINVAL, "--fault-arg for reconnect (how many times) must be at least 1");
   }
+  if (c.fault == Fault::kReattach && c.fault_arg && *c.fault_arg == 0) {
+    return make_error(EINVAL, "--fault-arg for reattach (how many rounds) must be at least 1");
+  }
+  if (c.fault == Fault::kXsStateUndefined && c.fault_arg &&
+      (*c.fault_arg <= 8 || *c.fault_arg > 0x7FFFFFFF)) {
+    return make_error(EINVAL,
+                      "--fault-arg for xs-state-undefined (the state written) must be a number "
+                      "that is no XenbusState: 9..2147483647");
+  }
+  if (c.reattach_mac && c.fault != Fault::kReattach) {
+    return make_error(EINVAL, "--reattach-mac needs --fault reattach");
+  }
+  if (c.reattach_mac && ((*c.reattach_mac)[0] & 1)) {
+    return make_error(EINVAL, "--reattach-mac: a vif's mac must be unicast");
+  }
+  if (c.reattach_mac && c.mac && *c.reattach_mac == *c.mac) {
+    return make_error(EINVAL, "--reattach-mac must differ from --mac");
+  }
   if (c.fault == Fault::kEventStorm && c.fault_arg && *c.fault_arg == 0) {
     return make_error(EINVAL, "--fault-arg for event-storm (notifications) must be at least 1");
   }
@@ -137,7 +172,12 @@ uint64_t fault_arg_or_default(const Config& c) {
     case Fault::kLateTxRsp:
       return 200;
     case Fault::kReconnect:
+    case Fault::kReattach:
+    case Fault::kXsStateBackwards:
+    case Fault::kXsKeysVanish:
       return 1;
+    case Fault::kXsStateUndefined:
+      return 99;
     default:
       return 0;
   }

@@ -34,6 +34,19 @@ enum class Fault {
   kLateTxRsp,        // TX responses held back for a while
   kReconnect,        // backend goes Closing/Closed/InitWait by itself
   kStallRx,          // RX requests are no longer consumed
+  // Hostile xenstore values (toolstack.cc, vif_xenbus.cc): what a broken or
+  // hostile backend (or toolstack) writes for the frontend to read.
+  kXsBadMac,          // the vif's mac key is not a MAC address
+  kXsMulticastMac,    // the vif's mac key is a multicast address
+  kXsMaxQueuesZero,   // multi-queue-max-queues = 0
+  kXsMaxQueuesHuge,   // multi-queue-max-queues = 4294967295
+  kXsBadMtu,          // the vif's mtu key is absurd
+  kXsFeatureGarbage,  // feature keys that are neither 0 nor 1
+  kXsStateBackwards,  // backend state Connected -> InitWait, skipping Closing/Closed
+  kXsStateUndefined,  // backend state set to a number that is no XenbusState
+  kXsKeysVanish,      // the backend's feature keys removed during a re-handshake
+  // The toolstack: xl network-detach, then network-attach with another mac.
+  kReattach,
 };
 
 using Mac = std::array<uint8_t, 6>;
@@ -64,6 +77,9 @@ struct Config {
   Fault fault = Fault::kNone;
   uint64_t fault_after = 1000;
   std::optional<uint64_t> fault_arg;
+  // reattach: vif 0's mac on odd rounds (default: its mac with 0x10 added to
+  // the last byte).
+  std::optional<Mac> reattach_mac;
 };
 
 const char* to_string(Mode m);
@@ -77,6 +93,9 @@ std::optional<Mac> parse_mac(std::string_view s);
 
 // The default mac of vif `handle` of domain `domid`.
 Mac default_mac(uint16_t domid, uint32_t handle);
+
+// The mac a vif with mac `m` gets on the odd rounds of the reattach fault.
+Mac reattach_mac(const Config& c, const Mac& m, uint32_t handle);
 
 // Checks ranges and combinations; the message names the offending setting.
 Status validate(const Config& c);

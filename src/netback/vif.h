@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "netback/config.h"
@@ -56,8 +57,10 @@ class Vif {
   const std::string& backend_path() const { return be_path_; }
   std::string state_watch_token() const;
 
-  // toolstack.cc: the frontend and backend directories, as xl writes them.
+  // toolstack.cc: the frontend and backend directories, as xl writes them
+  // (with a hostile-xenstore fault's values), and removes them.
   Status create_nodes(XenStore& xs);
+  Status remove_nodes(XenStore& xs);
 
   // vif_xenbus.cc.
   void frontend_changed(XenStore& xs);  // the frontend's state node fired
@@ -77,6 +80,18 @@ class Vif {
   void fatal(XenStore& xs, int err, const std::string& msg);
   void start_reconnect(XenStore& xs);
   void finish_reconnect(XenStore& xs);
+  void inject_state_fault(XenStore& xs);
+  void start_detach(XenStore& xs);
+  void finish_detach(XenStore& xs);
+  void reattach(XenStore& xs);
+
+  // toolstack.cc: the backend's feature keys (netback_probe), and the
+  // xs-keys-vanish fault's removal and return of them.
+  using KeyValue = std::pair<std::string, std::string>;
+  std::vector<KeyValue> feature_keys() const;
+  Status write_backend_keys(XenStore& xs, xs_transaction_t t, const std::vector<KeyValue>& kvs);
+  Status remove_feature_keys(XenStore& xs);
+  Status restore_feature_keys(XenStore& xs);
 
   const Config& cfg_;
   Platform& dom0_;
@@ -96,10 +111,21 @@ class Vif {
   std::string fatal_reason_;
   bool alive_ = true;
 
-  // The reconnect fault.
-  enum class Phase { kNone, kWaitFrontendClosed } phase_ = Phase::kNone;
+  // The faults driven by the control thread after --fault-after packets:
+  // reconnect, xs-keys-vanish, xs-state-*, reattach.
+  enum class Phase {
+    kNone,
+    kWaitFrontendClosed,  // reconnect: backend Closing, waiting for the frontend
+    kDetachWaitClosed,    // reattach: network-detach, waiting for the frontend
+    kDetached,            // reattach: the nodes are gone until the deadline
+  } phase_ = Phase::kNone;
   uint64_t phase_deadline_ns_ = 0;
   uint64_t reconnects_left_ = 0;
+  bool keys_removed_ = false;  // xs-keys-vanish: until the frontend closed
+  const Mac first_mac_;        // reattach: the mac of the even rounds
+  uint64_t reattach_round_ = 0;
+  Bridge* const bridge_;
+  const int control_wake_fd_;
 };
 
 }  // namespace xpv::netback

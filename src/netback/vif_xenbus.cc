@@ -57,6 +57,12 @@ const char* state_name(XenbusState s) {
   return netif::to_string(s);
 }
 
+// The faults the control thread injects after --fault-after packets.
+bool packet_triggered(Fault f) {
+  return f == Fault::kReconnect || f == Fault::kReattach || f == Fault::kXsStateBackwards ||
+         f == Fault::kXsStateUndefined || f == Fault::kXsKeysVanish;
+}
+
 }  // namespace
 
 Vif::Vif(const Config& cfg, Platform& dom0, GrantMapper& mapper, domid_t domid, uint32_t handle,
@@ -64,11 +70,19 @@ Vif::Vif(const Config& cfg, Platform& dom0, GrantMapper& mapper, domid_t domid, 
     : cfg_(cfg),
       dom0_(dom0),
       mapper_(mapper),
-      ctx_(std::make_unique<VifContext>(cfg, domid, handle, mac, control_wake_fd)) {
+      ctx_(std::make_unique<VifContext>(cfg, domid, handle, mac, control_wake_fd)),
+      first_mac_(mac),
+      bridge_(bridge),
+      control_wake_fd_(control_wake_fd) {
   ctx_->bridge = bridge;
   fe_path_ = format("/local/domain/%u/device/vif/%u", domid, handle);
   be_path_ = format("/local/domain/0/backend/vif/%u/%u", domid, handle);
-  reconnects_left_ = cfg.fault == Fault::kReconnect ? fault_arg_or_default(cfg) : 0;
+  // xs-state-* inject a number as a state; they and xs-keys-vanish fire once.
+  if (cfg.fault == Fault::kReconnect || cfg.fault == Fault::kReattach) {
+    reconnects_left_ = fault_arg_or_default(cfg);
+  } else if (packet_triggered(cfg.fault)) {
+    reconnects_left_ = 1;
+  }
 }
 
 Vif::~Vif() {
@@ -155,6 +169,20 @@ void Vif::frontend_changed(XenStore& xs) {
     // reconnect fault: wait for the frontend to close (or to start over).
     if (fe == S::kClosed || fe == S::kUnknown || fe == S::kInitialising) finish_reconnect(xs);
     return;
+  }
+  if (phase_ == Phase::kDetachWaitClosed) {
+    // reattach: xl network-detach waits for the frontend to close.
+    if (fe == S::kClosed || fe == S::kUnknown || fe == S::kInitialising) finish_detach(xs);
+    return;
+  }
+  if (phase_ == Phase::kDetached) return;  // our own removal of the nodes
+  if (keys_removed_ && (fe == S::kClosed || fe == S::kUnknown)) {
+    // xs-keys-vanish: the frontend gave up on the keyless backend; the keys
+    // come back for its next attempt.
+    keys_removed_ = false;
+    Status r = restore_feature_keys(xs);
+    log_info("%s: fault xs-keys-vanish: feature keys written again%s%s", ctx_->name.c_str(),
+             r.failed() ? ": " : "", r.failed() ? r.message().c_str() : "");
   }
   switch (fe) {
     case S::kInitialising:
@@ -293,7 +321,7 @@ bool Vif::connect(XenStore& xs) {
   }
   (void)xs.rm(kXsNoTransaction, be_path_ + "/error");
   ctr_.connects.add();
-  if (cfg_.fault == Fault::kReconnect && reconnects_left_ > 0) {
+  if (packet_triggered(cfg_.fault) && reconnects_left_ > 0) {
     c.reconnect_requested.store(false);
     c.reconnect_packets.store(0);
     c.reconnect_threshold.store(std::max<uint64_t>(1, cfg_.fault_after));
@@ -339,8 +367,80 @@ void Vif::poll_reports(XenStore& xs) {
   }
   if (c.reconnect_requested.exchange(false) && be_state_ == XenbusState::kConnected &&
       phase_ == Phase::kNone && reconnects_left_ > 0) {
-    start_reconnect(xs);
+    switch (cfg_.fault) {
+      case Fault::kReattach:
+        start_detach(xs);
+        break;
+      case Fault::kXsStateBackwards:
+      case Fault::kXsStateUndefined:
+        inject_state_fault(xs);
+        break;
+      default:  // reconnect, xs-keys-vanish
+        start_reconnect(xs);
+        break;
+    }
   }
+}
+
+// xs-state-backwards: Connected -> InitWait, as a backend that reset itself
+// without Closing/Closed; xs-state-undefined: a number that is no
+// XenbusState. The data path stops first (this backend stays sane); the
+// frontend must close and connect again.
+void Vif::inject_state_fault(XenStore& xs) {
+  --reconnects_left_;
+  ctr_.faults_injected.add();
+  disconnect();
+  const auto s = cfg_.fault == Fault::kXsStateBackwards
+                     ? XenbusState::kInitWait
+                     : static_cast<XenbusState>(static_cast<int>(fault_arg_or_default(cfg_)));
+  log_info("%s: fault %s: backend state Connected -> %d", ctx_->name.c_str(), to_string(cfg_.fault),
+           static_cast<int>(s));
+  switch_state(xs, s);
+}
+
+// reattach: xl network-detach (backend Closing, wait for the frontend to
+// close or 5 s, remove both directories), then xl network-attach with the
+// other mac once the frontend saw the vif gone.
+void Vif::start_detach(XenStore& xs) {
+  --reconnects_left_;
+  ++reattach_round_;
+  ctr_.faults_injected.add();
+  log_info("%s: fault reattach: network-detach (round %llu)", ctx_->name.c_str(),
+           static_cast<unsigned long long>(reattach_round_));
+  // libxl: online 0, backend Closing; Linux netback's set_backend_state()
+  // disconnects (unmaps the rings) on the way from Connected to Closing.
+  (void)xs.write(kXsNoTransaction, be_path_ + "/online", "0");
+  disconnect();
+  switch_state(xs, XenbusState::kClosing);
+  phase_ = Phase::kDetachWaitClosed;
+  phase_deadline_ns_ = now_ns() + 5'000'000'000ull;
+}
+
+void Vif::finish_detach(XenStore& xs) {
+  switch_state(xs, XenbusState::kClosed);
+  disconnect();
+  Status s = remove_nodes(xs);
+  if (s.failed()) log_warn("%s", s.message().c_str());
+  log_info("%s: fault reattach: the vif's xenstore directories removed", ctx_->name.c_str());
+  phase_ = Phase::kDetached;
+  phase_deadline_ns_ = now_ns() + 300'000'000ull;  // the frontend sees the vif gone
+}
+
+void Vif::reattach(XenStore& xs) {
+  // A new device: fresh negotiated state; vif 0's mac alternates.
+  const Mac mac = reattach_round_ % 2 ? reattach_mac(cfg_, first_mac_, ctx_->handle) : first_mac_;
+  ctx_ = std::make_unique<VifContext>(cfg_, ctx_->domid, ctx_->handle, mac, control_wake_fd_);
+  ctx_->bridge = bridge_;
+  phase_ = Phase::kNone;
+  be_state_ = XenbusState::kInitWait;
+  fe_state_ = XenbusState::kUnknown;
+  Status s = create_nodes(xs);
+  if (s.failed()) {
+    log_warn("%s", s.message().c_str());
+    return;
+  }
+  log_info("%s: fault reattach: network-attach mac=%s", ctx_->name.c_str(),
+           format_mac(mac).c_str());
 }
 
 void Vif::start_reconnect(XenStore& xs) {
@@ -358,19 +458,40 @@ void Vif::finish_reconnect(XenStore& xs) {
   phase_ = Phase::kNone;
   switch_state(xs, XenbusState::kClosed);
   disconnect();
+  if (cfg_.fault == Fault::kXsKeysVanish) {
+    // Mid-handshake: InitWait without the keys the frontend reads now.
+    Status r = remove_feature_keys(xs);
+    keys_removed_ = !r.failed();
+    log_info("%s: fault xs-keys-vanish: feature keys removed before InitWait%s%s",
+             ctx_->name.c_str(), r.failed() ? ": " : "", r.failed() ? r.message().c_str() : "");
+  }
   switch_state(xs, XenbusState::kInitWait);
-  log_info("%s: fault reconnect: backend back in InitWait", ctx_->name.c_str());
+  log_info("%s: fault %s: backend back in InitWait", ctx_->name.c_str(), to_string(cfg_.fault));
 }
 
 void Vif::on_timer(XenStore& xs, uint64_t now) {
-  if (phase_ == Phase::kWaitFrontendClosed && now >= phase_deadline_ns_) {
-    log_warn("%s: fault reconnect: the frontend did not close within 5 s", ctx_->name.c_str());
-    finish_reconnect(xs);
+  if (phase_ == Phase::kNone || now < phase_deadline_ns_) return;
+  switch (phase_) {
+    case Phase::kWaitFrontendClosed:
+      log_warn("%s: fault %s: the frontend did not close within 5 s", ctx_->name.c_str(),
+               to_string(cfg_.fault));
+      finish_reconnect(xs);
+      break;
+    case Phase::kDetachWaitClosed:
+      // libxl gives up waiting and removes the device anyway.
+      log_warn("%s: fault reattach: the frontend did not close within 5 s", ctx_->name.c_str());
+      finish_detach(xs);
+      break;
+    case Phase::kDetached:
+      reattach(xs);
+      break;
+    case Phase::kNone:
+      break;
   }
 }
 
 uint64_t Vif::next_deadline_ns() const {
-  return phase_ == Phase::kWaitFrontendClosed ? phase_deadline_ns_ : 0;
+  return phase_ != Phase::kNone ? phase_deadline_ns_ : 0;
 }
 
 void Vif::shutdown(XenStore& xs) {

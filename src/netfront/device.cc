@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "netfront/backend_keys.h"
 #include "netfront/queue.h"
 #include "netfront/xenbus_keys.h"
 #include "util/log.h"
@@ -31,18 +32,25 @@ std::string to_string(const MacAddr& m) {
 }
 
 Result<MacAddr> parse_mac(std::string_view s) {
+  // Exactly six two-digit hex bytes separated by ':' (sscanf's %x would also
+  // take a sign, spaces or "0x").
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
   MacAddr m{};
-  unsigned v[6];
-  char tail;
-  std::string str(s);
-  if (std::sscanf(str.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
-                  &v[5], &tail) != 6 ||
-      str.size() != 17) {
-    return make_error(
-        EINVAL, format("'%s' is not a MAC address (expected xx:xx:xx:xx:xx:xx)", str.c_str()));
+  bool ok = s.size() == 17;
+  for (size_t i = 0; ok && i < 6; ++i) {
+    const int hi = hex(s[i * 3]), lo = hex(s[i * 3 + 1]);
+    ok = hi >= 0 && lo >= 0 && (i == 5 || s[i * 3 + 2] == ':');
+    m[i] = static_cast<uint8_t>(hi * 16 + lo);
   }
-  for (int i = 0; i < 6; ++i)
-    m[i] = static_cast<uint8_t>(v[i]);
+  if (!ok) {
+    return make_error(EINVAL, format("'%.*s' is not a MAC address (expected xx:xx:xx:xx:xx:xx)",
+                                     static_cast<int>(std::min<size_t>(s.size(), 64)), s.data()));
+  }
   return m;
 }
 
@@ -58,12 +66,19 @@ constexpr uint64_t kCloseWaitMs = 5000;
 constexpr uint64_t kRetryMs = 500;
 constexpr uint64_t kFailBackoffMs = 1000;
 
+// backend_keys.h's rule; a value that is not a XenbusState is logged once
+// (per thread, until another one comes) and read as Unknown.
 std::optional<XenbusState> parse_state(const std::optional<std::string>& v) {
-  if (!v) return std::nullopt;
-  char* end = nullptr;
-  long x = std::strtol(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || x < 0 || x > 8) return XenbusState::kUnknown;
-  return static_cast<XenbusState>(x);
+  auto s = parse_xenbus_state(v);
+  if (s == XenbusState::kUnknown && *v != "0") {
+    thread_local std::string last_bad;
+    if (*v != last_bad) {
+      last_bad = *v;
+      log_warn("a xenbus state node holds %s, not a XenbusState (netif.h: 0..8); read as Unknown",
+               quoted_value(*v).c_str());
+    }
+  }
+  return s;
 }
 
 const char* state_name(const std::optional<XenbusState>& s) {
@@ -162,48 +177,37 @@ class Device::Impl {
     return read_info();
   }
 
-  // Reads the vif's configuration and the backend's features.
+  // Reads the vif's configuration and the backend's features, parsed by
+  // backend_keys.h's rules; each fallback taken is logged.
   Status read_info() {
-    auto rd = [&](const std::string& path) { return xs_->try_read(kXsNoTransaction, path); };
-    auto be = rd(info_.frontend_path + "/backend");
-    if (!be) return be.error();
-    if (!*be) return make_error(ENODEV, info_.frontend_path + " has no backend node");
-    info_.backend_path = **be;
-    auto bid = rd(info_.frontend_path + "/backend-id");
-    if (!bid) return bid.error();
-    info_.backend_id = *bid ? static_cast<domid_t>(std::strtoul((*bid)->c_str(), nullptr, 10)) : 0;
-    if (cfg_.mac) {
-      info_.mac = *cfg_.mac;
-    } else {
-      auto mac = rd(info_.frontend_path + "/mac");
-      if (!mac) return mac.error();
-      if (!*mac) return make_error(ENODEV, info_.frontend_path + "/mac is missing");
-      auto m = parse_mac(**mac);
-      if (!m) return make_error(EPROTO, info_.frontend_path + "/mac: " + m.error().message);
-      info_.mac = *m;
-    }
-    auto mtu = rd(info_.frontend_path + "/mtu");
-    if (!mtu) return mtu.error();
-    info_.mtu = *mtu ? static_cast<uint32_t>(std::strtoul((*mtu)->c_str(), nullptr, 10)) : 1500;
-    if (info_.mtu < 68 || info_.mtu > 65535 - 14) info_.mtu = 1500;
-    BackendFeatures& f = info_.features;
-    auto flag = [&](const char* key, bool* out) -> Status {
-      auto v = rd(info_.backend_path + "/" + key);
+    auto rd = [&](const std::string& path, std::optional<std::string>* out) -> Status {
+      auto v = xs_->try_read(kXsNoTransaction, path);
       if (!v) return v.error();
-      *out = *v && **v == "1";
+      *out = std::move(*v);
       return {};
     };
-    XPV_TRY(flag("feature-rx-copy", &f.rx_copy));
-    XPV_TRY(flag("feature-sg", &f.sg));
-    XPV_TRY(flag("feature-split-event-channels", &f.split_event_channels));
-    XPV_TRY(flag("feature-gso-tcpv4", &f.gso_tcpv4));
-    XPV_TRY(flag("feature-gso-tcpv6", &f.gso_tcpv6));
-    XPV_TRY(flag("feature-ipv6-csum-offload", &f.ipv6_csum_offload));
-    XPV_TRY(flag("feature-ctrl-ring", &f.ctrl_ring));
-    auto mq = rd(info_.backend_path + "/multi-queue-max-queues");
-    if (!mq) return mq.error();
-    f.max_queues = *mq ? static_cast<uint32_t>(std::strtoul((*mq)->c_str(), nullptr, 10)) : 1;
-    if (f.max_queues == 0) f.max_queues = 1;
+    std::optional<std::string> be;
+    XPV_TRY(rd(info_.frontend_path + "/backend", &be));
+    if (!be) return make_error(ENODEV, info_.frontend_path + " has no backend node");
+    RawBackendKeys raw;
+    raw.frontend_path = info_.frontend_path;
+    raw.backend_path = *be;
+    raw.mac_override = cfg_.mac;
+    XPV_TRY(rd(info_.frontend_path + "/backend-id", &raw.backend_id));
+    if (!cfg_.mac) XPV_TRY(rd(info_.frontend_path + "/mac", &raw.mac));
+    XPV_TRY(rd(info_.frontend_path + "/mtu", &raw.mtu));
+    for (size_t i = 0; i < kBackendFeatureKeys.size(); ++i)
+      XPV_TRY(rd(*be + "/" + kBackendFeatureKeys[i], &raw.features[i]));
+    XPV_TRY(rd(*be + "/multi-queue-max-queues", &raw.max_queues));
+    auto keys = parse_backend_keys(raw);
+    if (!keys) return keys.error();
+    for (const std::string& w : keys->warnings)
+      log_warn("vif %u: %s", cfg_.vif, w.c_str());
+    info_.backend_path = *be;
+    info_.backend_id = keys->backend_id;
+    info_.mac = keys->mac;
+    info_.mtu = keys->mtu;
+    info_.features = keys->features;
     if (be_watched_ != info_.backend_path) {
       if (!be_watched_.empty()) (void)xs_->unwatch(be_watched_ + "/state", "be");
       XPV_TRY(xs_->watch(info_.backend_path + "/state", "be"));
@@ -430,6 +434,19 @@ class Device::Impl {
     return true;
   }
 
+  // read_info() for the state machine: a vif that came back with values we
+  // refuse (a bad mac...) is logged, once per distinct message, and waited
+  // on (the next xenstore event or timer tick tries again).
+  bool read_info_logged() {
+    Status s = read_info();
+    if (!s.failed()) return true;
+    if (s.message() != last_read_error_) {
+      last_read_error_ = s.message();
+      log_error("vif %u: %s", cfg_.vif, s.message().c_str());
+    }
+    return false;
+  }
+
   // One step of the state machine: look at both ends and act.
   void step() {
     reread_at_ = 0;
@@ -471,13 +488,11 @@ class Device::Impl {
       return;
     }
     if (phase_ == Phase::kWaitDevice) {
-      Status s = read_info();
-      if (s.failed()) return;
+      if (!read_info_logged()) return;
       set_phase(Phase::kNegotiate);
     }
     if (*fe_dir != info_.backend_path) {
-      Status s = read_info();  // the backend moved
-      if (s.failed()) return;
+      if (!read_info_logged()) return;  // the backend moved
     }
     std::optional<std::string> fe_raw, be_raw;
     if (!read_node(info_.frontend_path + "/state", &fe_raw)) return;

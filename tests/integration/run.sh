@@ -45,6 +45,10 @@ if want netfront; then
     source tests/integration/bridge.sh
     check_bridge_pktgen
   fi
+  if [[ -f tests/integration/hostile_xenstore.sh ]]; then
+    source tests/integration/hostile_xenstore.sh
+    check_hostile_xenstore
+  fi
 fi
 if want pmd; then
   source tests/integration/pmd.sh
@@ -52,6 +56,10 @@ if want pmd; then
   if [[ -n ${EAL+set} ]]; then
     source tests/integration/conformance.sh
     source tests/integration/control.sh
+    if [[ -f tests/integration/hostile_xenstore.sh ]]; then
+      source tests/integration/hostile_xenstore.sh
+      check_hostile_pmd
+    fi
   fi
 fi
 
