@@ -194,7 +194,7 @@ def collect(logs, root):
             if line.strip():
                 runs.append(json.loads(line))
     R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
-         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}}
+         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {}}
     for r in runs:
         k = r["kind"]
         if k == "throughput":
@@ -276,10 +276,17 @@ def collect(logs, root):
             n = nb_packets(r["netback"], r["dir"])
             if n and os.path.exists(r["out"]):
                 R["nbprof"][r["dir"]] = cgprof.profile(r["out"], n, root=root, top=10)
+        elif k == "seed":
+            pg = load_json(r["pktgen"]) or {}
+            if r.get("rc") == "0" and pg:
+                R["seed"].setdefault(r["name"], {})[int(r["pair"])] = pg
         elif k == "e2e":
             if r.get("log"):
-                lines = [l for l in read(r["log"]).splitlines() if "pps" in l]
-                R["e2e"] = {"lines": lines, "mtime": r.get("mtime")}
+                text = read(r["log"]).splitlines()
+                lines = [l for l in text if "pps" in l]
+                # The seed-experiment check's table, as it logged it.
+                seed = [l.split("seed table: ", 1)[1] for l in text if "seed table: " in l]
+                R["e2e"] = {"lines": lines, "mtime": r.get("mtime"), "seed": seed}
             else:
                 R["e2e"] = None
         elif k == "load":
@@ -670,6 +677,49 @@ def advice(d, p):
     return out
 
 
+def seed_md(R):
+    """The seeds' experiment: handler-only TX reaping against reaping in the
+    transmit path too, over xpv-netback (this run) and over Linux netback (the
+    last make e2e-xen's table)."""
+    L = ["## 3b. The seeds' experiment: who consumes TX responses", "",
+         "xpv-pktgen `--role tx --mode event` (60-byte frames as fast as the ring takes them; it sleeps on the "
+         "queue's event fds when the ring is full) against xpv-netback `--mode sink`: the default (only the event "
+         "handler consumes TX responses) and `--experiment-reap-tx-in-transmit` (the transmit path consumes them "
+         "too while notifications are armed, Linux netfront's rule before its fix). Alternating pairs in one run; "
+         "medians over the pairs, and the median of the per-pair throughput ratios.", ""]
+    runs = R.get("seed") or {}
+    if not runs:
+        return L + ["not run in this bench.", ""]
+    L += ["| reaping | pairs | packets/s (median) | events (median) | spurious share (median) | delayed EOIs (median) | TX reaped in xmit (median) |",
+          "|---|---:|---:|---:|---:|---:|---:|"]
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2 if xs else None
+    for name in ("handler-only", "reap-in-xmit"):
+        ps = runs.get(name, {})
+        if not ps:
+            continue
+        v = list(ps.values())
+        L.append(f"| {name} | {len(v)} | {fmt(med([x['pps'] for x in v]), ',.0f')} | "
+                 f"{fmt(med([x['events'] for x in v]), ',.0f')} | "
+                 f"{fmt(med([100.0 * x['spurious_events'] / max(1, x['events']) for x in v]), '.3f')}% | "
+                 f"{fmt(med([x['delayed_eois'] for x in v]), ',.0f')} | {fmt(med([x['tx_reaped_in_xmit'] for x in v]), ',.0f')} |")
+    a, b = runs.get("handler-only", {}), runs.get("reap-in-xmit", {})
+    ratios = [a[p]["pps"] / b[p]["pps"] for p in a if p in b and b[p].get("pps")]
+    if ratios:
+        L += ["", f"Throughput, handler-only / reap-in-transmit: median of {len(ratios)} pair ratio(s) "
+              f"{fmt(med(ratios), '.1f')}x (pairs: {', '.join(fmt(r, '.1f') for r in ratios)})."]
+    L += [""]
+    seed = (R.get("e2e") or {}).get("seed") or []
+    if seed:
+        L += ["Against Linux netback (the last `make e2e-xen`, check seed-experiment; the kernel netfront's row "
+              "is its `/sys/bus/xen/devices/vif-0` statistics under af_packet txonly):", ""] + seed + [""]
+    else:
+        L += ["Against Linux netback: no seed table in build/e2e-xen/e2e.log (make e2e-xen not run with the "
+              "seed-experiment check).", ""]
+    return L
+
+
 def write_md(J, R, made, out):
     m = J["machine"]
     L = ["# xpv benchmarks", "",
@@ -853,6 +903,9 @@ def write_md(J, R, made, out):
               "notification was lost; the raw logs are in build/bench-logs/.", ""]
     if "multiqueue.png" in made:
         L += ["![multi-queue](multiqueue.png)", ""]
+
+    # The seeds' experiment.
+    L += seed_md(R)
 
     # Real Xen.
     L += ["## 5. Real Xen (`make e2e-xen`)", ""]

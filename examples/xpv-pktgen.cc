@@ -47,8 +47,9 @@ struct Options {
   uint32_t size_min = 60;
   uint32_t size_max = 60;
   uint32_t window = 256;
-  uint32_t rounds = 1;  // gen: --count frames per round
-  uint32_t gap_ms = 0;  // gen: idle time after each round, nothing sent or polled
+  bool window_given = false;  // tx: no window unless --window
+  uint32_t rounds = 1;        // gen: --count frames per round
+  uint32_t gap_ms = 0;        // gen: idle time after each round, nothing sent or polled
   xpv::QueueMode mode = xpv::QueueMode::kPoll;
   bool zero_copy = false;
   bool verify = true;
@@ -80,7 +81,8 @@ void usage(FILE* f) {
       "                             100000)\n"
       "  --seconds S              stop after S seconds\n"
       "  --size N | MIN-MAX       frame size(s) in bytes, 60..65535 (default 60)\n"
-      "  --window N               gen: frames in flight per queue (default 256)\n"
+      "  --window N               gen: frames in flight per queue (default 256); tx: TX\n"
+      "                             requests not yet reaped (default: as many as fit)\n"
       "  --rounds N               gen: N rounds of --count frames; each round ends when all\n"
       "                             came back (or were lost), then the link stays idle\n"
       "  --gap-ms MS              gen: idle time after each round: nothing sent, nothing\n"
@@ -189,6 +191,7 @@ int parse_args(int argc, char** argv, Options* o) {
         if (!parse_u64(optarg, &v) || v == 0 || v > 4096)
           return bad_arg("--window", optarg, "expected 1..4096");
         o->window = static_cast<uint32_t>(v);
+        o->window_given = true;
         break;
       case 'R':
         if (!parse_u64(optarg, &v) || v == 0 || v > 100000)
@@ -558,10 +561,22 @@ int main(int argc, char** argv) {
         xpv::Queue& q = d.queue(qi);
         QueueStats& s = st[qi];
         // Transmit a burst within the window.
-        if ((gen && s.sent < quota(qi) && s.in_flight() < o.window) ||
-            (tx_only && s.sent < quota(qi))) {
-          const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(
-              {kBurst, quota(qi) - s.sent, tx_only ? kBurst : o.window - s.in_flight()}));
+        // tx: the window counts TX requests not yet reaped (--window given);
+        // a small one makes every few frames wait for their completion event.
+        uint64_t room = 0;
+        if (gen) {
+          room = s.in_flight() < o.window ? o.window - s.in_flight() : 0;
+        } else if (tx_only) {
+          room = kBurst;
+          if (o.window_given) {
+            const xpv::Queue::RingState rs = q.ring_state();
+            const uint32_t held = rs.tx_in_flight + rs.tx_answered;
+            room = held < o.window ? o.window - held : 0;
+          }
+        }
+        if (s.sent < quota(qi) && room > 0) {
+          const uint32_t n =
+              static_cast<uint32_t>(std::min<uint64_t>({kBurst, quota(qi) - s.sent, room}));
           xpv::TxSegment segs[kBurst];
           xpv::TxPacket pkts[kBurst];
           bool lent[kBurst] = {};

@@ -38,6 +38,7 @@ OUT=bench/results
 SECS=8
 MQ_SECS=6
 EVT_SECS=8
+SEED_SECS=5 SEED_PAIRS=3
 NB_PROF_SECS=8
 CG_PACKETS=65536
 WARM=2  # seconds of forwarding not counted (ramp-up) before the measured ones
@@ -51,7 +52,8 @@ while (($#)); do
     --seconds) SECS=${2:?--seconds needs a number}; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --only) ONLY=${2:?--only needs a name}; shift 2
-      [[ $ONLY == wakeup ]] || { echo "bench: --only '$ONLY': expected wakeup" >&2; exit 2; } ;;
+      [[ $ONLY == wakeup || $ONLY == seed ]] ||
+        { echo "bench: --only '$ONLY': expected wakeup or seed" >&2; exit 2; } ;;
     -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -59,6 +61,7 @@ done
 [[ $SECS =~ ^[0-9]+$ ]] && ((SECS >= 2)) || { echo "bench: --seconds wants a number >= 2" >&2; exit 2; }
 if ((QUICK)); then
   SECS=3 MQ_SECS=3 EVT_SECS=3 NB_PROF_SECS=4 CG_PACKETS=8192 WARM=1 WAKE_ROUNDS=50
+  SEED_SECS=3 SEED_PAIRS=2
 fi
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 [[ $OUT = /* ]] || OUT=$ROOT/$OUT
@@ -311,6 +314,42 @@ wakeup_step() {
   run_wakeup wakeup-asleep 50
   run_wakeup wakeup-awake 0
 }
+# TX-heavy (60-byte frames as fast as the ring takes them) against xpv-netback
+# sink, the frontend sleeping on its event channels: handler-only reaping (the
+# default) and the transmit path reaping too (--experiment-reap-tx-in-transmit,
+# Linux netfront's rule before the fix). Alternating pairs in one run; the
+# report takes medians and the median of the per-pair ratios.
+run_seed() {  # run_seed NAME PAIR [PKTGEN-ARGS...]
+  local name=$1 pair=$2
+  shift 2
+  start_netback "$name-$pair" --mode sink || return
+  taskset -c 1 timeout -k 5 -s INT $((SEED_SECS + 60)) "$PKTGEN" --platform "sim:$NB_SOCK" --role tx \
+    --mode event --count 0 --seconds "$SEED_SECS" --size 60 --quiet --json "$LOGS/$name-$pair.pktgen.json" "$@" \
+    >"$LOGS/$name-$pair.pktgen.log" 2>&1 &
+  local pg=$!
+  PIDS+=("$pg")
+  wait "$pg"
+  local rc=$?
+  forget_pid "$pg"
+  stop_netback
+  [[ $rc == 0 && -s $LOGS/$name-$pair.pktgen.json ]] ||
+    fail "$name-$pair: xpv-pktgen exited with status $rc: $(tail -3 "$LOGS/$name-$pair.pktgen.log" | tr '\n' ' ')"
+  record kind=seed name="$name" pair="$pair" pktgen="$LOGS/$name-$pair.pktgen.json" rc="$rc"
+  info "$name pair $pair: $(grep -E 'notifies' "$LOGS/$name-$pair.pktgen.log" | head -1 | sed 's/^xpv-pktgen: //')"
+}
+seed_step() {
+  step "the seeds' experiment: who reaps TX responses, xpv-pktgen --role tx --mode event, ${SEED_PAIRS} alternating pairs of ${SEED_SECS}s"
+  local pair
+  for ((pair = 1; pair <= SEED_PAIRS; pair++)); do
+    run_seed handler-only "$pair"
+    run_seed reap-in-xmit "$pair" --experiment-reap-tx-in-transmit
+  done
+}
+if [[ $ONLY == seed ]]; then
+  seed_step
+  printf '\n[bench %4ss] done (--only seed: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
+  exit $((FAILED > 0))
+fi
 if [[ $ONLY == wakeup ]]; then
   wakeup_step
   printf '\n[bench %4ss] done (--only wakeup: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
@@ -496,6 +535,9 @@ run_event() {  # run_event NAME NETBACK-ARGS...
 }
 run_event event
 run_event event-late-tx-rsp --fault late-tx-rsp --fault-arg 1 --fault-after 1000
+
+# ---------------------------------------------------------------------------
+seed_step
 
 # ---------------------------------------------------------------------------
 step "what bounds throughput: xpv-netback's worker under callgrind, ${NB_PROF_SECS}s per direction"

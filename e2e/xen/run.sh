@@ -287,6 +287,11 @@ handle_line() {
         N_GUEST_CHECKS=$((N_GUEST_CHECKS + 1))
         return
     fi
+    # A table a check logged for the record ("seed table: | ... |"): into the log as it is.
+    if [[ $body =~ (^|\ )(seed\ table:\ \|.*)$ ]]; then
+        echo "${BASH_REMATCH[2]}" >> "$LOG"
+        return
+    fi
     if [[ $body =~ ^\[\ *[0-9]+\.[0-9]+\]\ .*($KLOG_RE) ]]; then
         say "kernel log ($src): $body"
         if [[ $src == dom0 ]]; then DOM0_LIVE_HITS=$((DOM0_LIVE_HITS + 1)); else DOMU_LIVE_HITS=$((DOMU_LIVE_HITS + 1)); fi

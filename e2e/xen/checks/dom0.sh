@@ -57,6 +57,27 @@ print("sent %d frames on %s in %.2fs" % (sent, ifc, time.time() - t0))
 EOF
 }
 
+# action_src_macs DEVID: the distinct source MACs of the frames the domU sends on
+# vif<domid>.<devid> within 3 s (at most 200 frames), most frequent first.
+action_src_macs() {
+    python3 - "vif$XPV_DOMID.$1" <<'EOF'
+import collections, socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.bind((sys.argv[1], 0))
+s.settimeout(0.5)
+seen = collections.Counter()
+t0 = time.time()
+while time.time() - t0 < 3 and sum(seen.values()) < 200:
+    try:
+        data, addr = s.recvfrom(65535)
+    except socket.timeout:
+        continue
+    if addr[2] != socket.PACKET_OUTGOING:  # what the domU sent arrives in dom0 as incoming
+        seen[data[6:12].hex(':')] += 1
+print(" ".join("%s=%d" % kv for kv in seen.most_common()) or "none")
+EOF
+}
+
 # action_echo DEVID DSTMAC COUNT: send COUNT numbered 64-byte frames into the domU and count the
 # ones that come back (reflected with MACs swapped) within 3 s after the last.
 action_echo() {

@@ -227,6 +227,7 @@ check_icmpecho() {
 
 # Checks run in subshells: the net_xenpv figures go to a file for kernel-vs-xenpv.
 XENPV_FIGURES=$XPV_RUN_DIR/xenpv-txonly
+KERNEL_FIGURES=$XPV_RUN_DIR/kernel-txonly  # pps events spurious jiffies_eoi_delayed (af_packet txonly)
 check_txonly_counts() {
     [[ -n $TP_PID ]] || fail "no testpmd"
     local c0 c1 out sent x0 x1
@@ -289,6 +290,10 @@ check_kernel_vs_xenpv() {
     irqnames=$(awk -v p="$eth0|vif0" '$NF ~ "^(" p ")(-|$)" { printf "%s ", $NF }' /proc/interrupts)
     [[ -n $irqnames ]] || fail "no /proc/interrupts line named after $eth0: $(grep -i xen /proc/interrupts | tr -s ' ' | tr '\n' ';')"
     irq0=$(awk -v p="$eth0|vif0" '$NF ~ "^(" p ")(-|$)" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)
+    # Linux keeps per-xenbus-device event statistics (events, spurious_events,
+    # jiffies_eoi_delayed) since the late-EOI fix; the seeds' table compares them.
+    local sysd=/sys/bus/xen/devices/vif-0 ev0 sp0 de0
+    read -r ev0 sp0 de0 < <(cat $sysd/events $sysd/spurious_events $sysd/jiffies_eoi_delayed 2>/dev/null | tr '\n' ' ')
     c0=$(xpv_dom0 vif_counts 0) || fail "$c0"
     tp "set portlist 1" >/dev/null
     tp "set fwd txonly" >/dev/null
@@ -303,7 +308,13 @@ check_kernel_vs_xenpv() {
     local rx0 rx1 _
     read -r rx0 _ _ _ <<<"$c0"
     read -r rx1 _ _ _ <<<"$c1"
-    local kpps=$((sent / SECS))
+    local kpps=$((sent / SECS)) ev1 sp1 de1
+    read -r ev1 sp1 de1 < <(cat $sysd/events $sysd/spurious_events $sysd/jiffies_eoi_delayed 2>/dev/null | tr '\n' ' ')
+    if [[ -n $ev0 && -n $ev1 ]]; then
+        echo "$kpps $((ev1 - ev0)) $((sp1 - sp0)) $((de1 - de0))" >"$KERNEL_FIGURES"
+    else
+        echo "$kpps unavailable: $sysd has $(ls "$sysd" 2>&1 | tr '\n' ' ')" >"$KERNEL_FIGURES"
+    fi
     local kev
     kev=$(python3 -c "print('%.4f' % (($irq1 - $irq0) / max(1, $sent)))")
     ((sent > 0 && rx1 - rx0 > 0)) || fail "kernel netfront sent $sent, dom0 counted $((rx1 - rx0))"
@@ -314,14 +325,11 @@ check_kernel_vs_xenpv() {
 
 # ---- 5. the backend goes away and comes back during traffic ----------------------------------
 
-check_backend_detach_attach() {
-    [[ -n $TP_PID ]] || fail "no testpmd"
-    local lsc0 lsc1 c out i
+# One detach/attach round under txonly: the vif comes back with MAC $1. The port's MAC must
+# follow it (show port info) and dom0 must see frames from the new MAC.
+detach_attach_round() {
+    local mac=$1 lsc0 lsc1 c out i
     lsc0=$(grep -c "link state change event" "$TP_LOG")
-    tp "set portlist 0" >/dev/null
-    tp "set fwd txonly" >/dev/null
-    tp "start" >/dev/null || fail "start failed"
-    sleep 3
     out=$(xpv_dom0 detach 1) || { tp "stop" >/dev/null; fail "xl network-detach: $out"; }
     sleep 3
     # xen-netfront is loaded (kernel-netfront-ping): it would bind the vif the toolstack adds
@@ -329,16 +337,17 @@ check_backend_detach_attach() {
     # as on a guest where the kernel netfront must keep its hands off a vif.
     local autoprobe=/sys/bus/xen/drivers_autoprobe
     [[ -w $autoprobe ]] && echo 0 >"$autoprobe"
-    out=$(xpv_dom0 attach 1 "$VIF1_MAC")
+    out=$(xpv_dom0 attach 1 "$mac")
     local arc=$?
     [[ -w $autoprobe ]] && echo 1 >"$autoprobe"
-    ((arc == 0)) || { tp "stop" >/dev/null; fail "xl network-attach: $out"; }
+    ((arc == 0)) || { tp "stop" >/dev/null; fail "xl network-attach mac=$mac: $out"; }
     [[ ! -e /sys/bus/xen/drivers/vif/vif-1 ]] || { tp "stop" >/dev/null; fail "xen-netfront bound the re-attached vif 1"; }
     for ((i = 0; i < 120; i++)); do
         lsc1=$(grep -c "link state change event" "$TP_LOG")
         ((lsc1 - lsc0 >= 2)) && break
         sleep 1
     done
+    ((lsc1 - lsc0 >= 2)) || { tp "stop" >/dev/null; fail "$((lsc1 - lsc0)) link state change events after attaching mac=$mac (want down and up)"; }
     # Traffic through the new backend: dom0 counts what testpmd keeps sending.
     local rx=0 _ t0=$SECONDS
     while ((SECONDS - t0 < 60)); do
@@ -346,11 +355,36 @@ check_backend_detach_attach() {
         ((rx > 0)) && break
         sleep 2
     done
+    ((rx > 0)) || { tp "stop" >/dev/null; fail "no traffic through the vif re-attached with mac=$mac within 60 s of link up (vif counters: $c)"; }
+    local port_mac srcs
+    port_mac=$(tp "show port info 0" | sed -nE 's/^MAC address: *([0-9A-Fa-f:]+).*/\1/p' | head -n1 | tr 'A-F' 'a-f')
+    # testpmd builds txonly frames from the MAC it read when it started the port: restart it.
+    tp "stop" >/dev/null
+    tp "port stop 0" >/dev/null
+    tp "port start 0" >/dev/null
+    tp "start" >/dev/null || fail "start failed after port start 0"
+    sleep 2
+    srcs=$(xpv_dom0 src_macs 1)
+    [[ $port_mac == "$mac" ]] || { tp "stop" >/dev/null; fail "after attaching mac=$mac the port says MAC address $port_mac; dom0 sees source MACs $srcs"; }
+    [[ ${srcs%%=*} == "$mac" ]] || { tp "stop" >/dev/null; fail "after attaching mac=$mac dom0 sees txonly frames from $srcs"; }
+    ROUND_NOTE+="mac=$mac: $((lsc1 - lsc0)) LSC events, port MAC $port_mac, dom0 sees $srcs, $rx frames; "
+}
+VIF1_MAC_OTHER=00:16:3e:00:00:21
+check_backend_detach_attach() {
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    local ROUND_NOTE="" out
+    tp "set portlist 0" >/dev/null
+    tp "set fwd txonly" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    sleep 3
+    # Another MAC, then the original one again (the checks after this one address VIF1_MAC).
+    detach_attach_round "$VIF1_MAC_OTHER"
+    detach_attach_round "$VIF1_MAC"
     out=$(tp "stop")
     kill -0 "$TP_PID" || fail "testpmd died"
-    ((lsc1 - lsc0 >= 2)) || fail "$((lsc1 - lsc0)) link state change events (want down and up)"
-    ((rx > 0)) || fail "no traffic through the re-attached vif within 60 s of link up (vif counters: $c; port: $(tp "show port stats 0" | grep -E "TX-packets|RX-packets" | tr -s ' ' | tr '\n' ' '))"
-    pass "xl network-detach/attach under txonly: $((lsc1 - lsc0)) link state change events (down, up); $rx frames through the new backend"
+    grep -q "the backend's mac is now $VIF1_MAC_OTHER" "$TP_LOG" ||
+        fail "testpmd's log does not say the backend's mac changed: $(grep -i "mac" "$TP_LOG" | tail -n 2 | tr '\n' ' ')"
+    pass "xl network-detach/attach under txonly, twice: ${ROUND_NOTE%; }"
 }
 
 check_no_mbuf_leak() {
@@ -496,6 +530,60 @@ print("%.1f %d %d %d" % (100.0 * ticks / hz / (cs / 100.0) if cs else -1,
     pass "$what"
 }
 
+# ---- 9. the seeds' experiment: who consumes TX responses, against Linux netback ---------------
+#
+# The same TX-heavy load (60-byte frames, at most 8 TX requests unreaped, so that completion events are many) from xpv-pktgen in event
+# mode on vif 1, with handler-only reaping (the default, Linux's fixed rule) and with the
+# transmit path also reaping while notifications are armed (the experiment, Linux's rule before
+# the fix); beside them the kernel netfront's own statistics under af_packet txonly (check
+# kernel-vs-xenpv). Our default must keep spurious events under 0.05% over 50,000 events at least.
+
+pktgen_tx() {  # pktgen_tx JSON [extra args]: one TX-heavy run in event mode
+    local json=$1
+    shift
+    "$BIN/xpv-pktgen" --platform xen --vif 1 --role tx --mode event --window 8 --size 60 \
+        --dst-mac 02:00:00:00:00:00 --quiet --json "$json" "$@" \
+        >"$json.log" 2>&1 || fail "xpv-pktgen --role tx $*: $(tail -n 2 "$json.log" | tr '\n' ' ')"
+}
+check_seed_experiment() {
+    local def=$XPV_RUN_DIR/seed-default.json exp=$XPV_RUN_DIR/seed-reap-in-xmit.json
+    # The default until 480,000 frames (about 60,000 events at a window of 8) or 150 s.
+    pktgen_tx "$def" --count 480000 --seconds 150
+    pktgen_tx "$exp" --count 0 --seconds "$SEED_SECS" --experiment-reap-tx-in-transmit
+    local k=unavailable
+    [[ -s $KERNEL_FIGURES ]] && k=$(cat "$KERNEL_FIGURES")
+    local table verdict
+    table=$(python3 - "$def" "$exp" "$k" <<'PY'
+import json, sys
+rows = []
+for name, path in (("net_xenpv library, event mode, handler-only reaping (default)", sys.argv[1]),
+                   ("the same, transmit path also reaps (experiment, pre-fix rule)", sys.argv[2])):
+    d = json.load(open(path))
+    rows.append((name, d["events"], d["spurious_events"], d["delayed_eois"], d["pps"], d["tx_reaped_in_xmit"]))
+k = sys.argv[3].split()
+if len(k) == 4:
+    rows.append(("kernel netfront (af_packet txonly), its vif-0 statistics", int(k[1]), int(k[2]),
+                 "%s jiffies" % k[3], float(k[0]), "-"))
+else:
+    rows.append(("kernel netfront (af_packet txonly): " + " ".join(k[1:]), 0, 0, "-", float(k[0]) if k else 0, "-"))
+print("| sender | events | spurious | spurious share | delayed EOIs | packets/s | TX reaped in xmit |")
+print("|---|---|---|---|---|---|---|")
+for n, ev, sp, de, pps, rx in rows:
+    print("| %s | %d | %d | %.3f%% | %s | %.0f | %s |" % (n, ev, sp, 100.0 * sp / max(1, ev), de, pps, rx))
+d = json.load(open(sys.argv[1]))
+share = 100.0 * d["spurious_events"] / max(1, d["events"])
+ok = d["events"] >= 50000 and share < 0.05 and d["tx_reaped_in_xmit"] == 0
+print("VERDICT %s default: %d events, %.4f%% spurious" % ("ok" if ok else "bad", d["events"], share))
+PY
+)
+    while IFS= read -r line; do [[ $line == VERDICT* ]] || xpv_log "seed table: $line"; done <<<"$table"
+    printf '%s\n' "$table" | grep -v '^VERDICT' >"$XPV_RUN_DIR/seed-table.md"
+    verdict=$(grep '^VERDICT' <<<"$table")
+    [[ $verdict == "VERDICT ok"* ]] || fail "${verdict#VERDICT bad }: want at least 50000 events and under 0.05% spurious, none reaped in xmit"
+    pass "${verdict#VERDICT ok }; table in the log and $XPV_RUN_DIR/seed-table.md"
+}
+SEED_SECS=${XPV_E2E_SEED_SECONDS:-20}
+
 # Event mode on the vif as the toolstack created it, and (last) on the one re-attached.
 check_event_mode_first() { check_event_mode; }
 
@@ -519,4 +607,4 @@ if tp_start; then
 else
     xpv_check testpmd-net-xenpv FAIL "testpmd did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
 fi
-xpv_run_checks event-mode l3fwd-power-interrupt
+xpv_run_checks seed-experiment event-mode l3fwd-power-interrupt
