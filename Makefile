@@ -6,7 +6,7 @@
 #   make demo      the main job on the simulated backend
 #   make bench     benchmarks and report
 #   make e2e-xen   real Xen (4.17 in QEMU) end-to-end checks
-#   make fuzz      libFuzzer on the response path for FUZZ_SECONDS (default 60)
+#   make fuzz      libFuzzer targets (response path, backend xenstore keys) for FUZZ_SECONDS (default 60)
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan

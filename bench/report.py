@@ -713,7 +713,7 @@ def seed_md(R):
     seed = (R.get("e2e") or {}).get("seed") or []
     if seed:
         L += ["Against Linux netback (the last `make e2e-xen`, check seed-experiment; the kernel netfront's row "
-              "is its `/sys/bus/xen/devices/vif-0` statistics under af_packet txonly):", ""] + seed + [""]
+              "is af_packet txonly, with the events of /proc/interrupts where the guest kernel has no per-device statistics):", ""] + seed + [""]
     else:
         L += ["Against Linux netback: no seed table in build/e2e-xen/e2e.log (make e2e-xen not run with the "
               "seed-experiment check).", ""]

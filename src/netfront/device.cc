@@ -330,11 +330,14 @@ class Device::Impl {
       q->stop();
   }
 
-  void teardown_queues() {
+  // platform_gone: the connection to the platform was lost, and with it
+  // the backend's mappings of our pages (a crashed xpv-netback takes its
+  // simulated hypervisor along; the pages are freed with the platform).
+  void teardown_queues(bool platform_gone = false) {
     TeardownAccount acc;
     for (auto& q : queues_) {
       q->stop();
-      QueueTeardown t = q->teardown();
+      QueueTeardown t = q->teardown(platform_gone);
       acc.pages += t.pages.pages;
       acc.returned += t.pages.returned;
       acc.still_mapped += t.pages.still_mapped;
@@ -401,7 +404,7 @@ class Device::Impl {
     if (phase_ == Phase::kPlatformLost) return;
     log_error("vif %u: %s", cfg_.vif, why.c_str());
     stop_queues();
-    teardown_queues();
+    teardown_queues(/*platform_gone=*/true);
     link_changed(LinkState::kDown, why);
     if (xs_) ::epoll_ctl(epfd_.get(), EPOLL_CTL_DEL, xs_->watch_fd(), nullptr);
     xs_.reset();

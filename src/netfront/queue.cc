@@ -158,7 +158,7 @@ uint32_t QueueImpl::drain_tx(uint32_t timeout_ms) {
   return conn_->tx_in_flight;
 }
 
-QueueTeardown QueueImpl::teardown() {
+QueueTeardown QueueImpl::teardown(bool platform_gone) {
   QueueTeardown t;
   if (!conn_) return t;
   Conn& c = *conn_;
@@ -209,7 +209,12 @@ QueueTeardown QueueImpl::teardown() {
   add(c.rx_ring_page.end_access());
   addp(c.tx_pool);
   addp(c.rx_pool);
-  if (t.pages.still_mapped) {
+  if (t.pages.still_mapped && platform_gone) {
+    log_info(
+        "queue %u: %u of %u granted pages were still mapped by the backend when the platform "
+        "connection was lost: they go with the platform's memory",
+        index_, t.pages.still_mapped, t.pages.pages);
+  } else if (t.pages.still_mapped) {
     log_warn(
         "queue %u: %u of %u granted pages are still mapped by the backend; they are kept "
         "(never reused) until it lets go",

@@ -82,7 +82,7 @@ class QueueImpl {
   // every published TX request to be answered. Returns the slots left.
   uint32_t drain_tx(uint32_t timeout_ms);
   // Ends access to everything (after stop()). Accounts for every buffer.
-  QueueTeardown teardown();
+  QueueTeardown teardown(bool platform_gone = false);
   bool connected() const { return conn_ != nullptr; }
   // Set by the data path when the backend broke the protocol.
   bool broken() const { return broken_.load(std::memory_order_acquire); }

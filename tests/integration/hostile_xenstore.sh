@@ -178,3 +178,41 @@ check_hostile_pmd() {
     pass $name "--log-level=pmd.net.xenpv:debug adds the library's debug lines: '$(grep -m1 -F "$phase" "$RUN/hxl-debug.log")'"
   fi
 }
+
+# ---- net_xenpv: a vif that comes back with another mac (xl network-detach,
+# then network-attach mac=...): the port's mac follows, as testpmd's `show
+# port info` and dpdk-telemetry.py's /ethdev/info both report, and the
+# driver says so in its log.
+check_pmd_reattach_mac() {
+  local name=pmd-reattach-mac old=00:16:3e:00:00:11 new=00:16:3e:00:00:21
+  nb_start hxr --fault reattach --fault-after 3000 --fault-arg 1 --mac $old \
+    --reattach-mac $new || { fail $name "netback did not start"; return; }
+  local nb=$NB_PID
+  ts_start hxr-tp "net_xenpv0,backend=sim:$RUN/hxr.sock" --forward-mode=txonly ||
+    { fail $name "testpmd did not start (log $TS_LOG)"; nb_stop $nb; return; }
+  ts_cmd "show port info 0"
+  local before
+  before=$(sed -nE 's/^MAC address: *([0-9A-Fa-f:]+).*/\1/p' <<<"$TS_OUT" | tr 'A-F' 'a-f')
+  ts_cmd "start"
+  local i
+  for ((i = 0; i < 300; i++)); do
+    (($(grep -c "link state change event" "$TS_LOG") >= 2)) && break
+    sleep 0.1
+  done
+  local lsc
+  lsc=$(grep -c "link state change event" "$TS_LOG")
+  ts_cmd "show port info 0"
+  local after tele
+  after=$(sed -nE 's/^MAC address: *([0-9A-Fa-f:]+).*/\1/p' <<<"$TS_OUT" | tr 'A-F' 'a-f')
+  tele=$(telemetry "/ethdev/info,0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["/ethdev/info"]["mac_addr"].lower())' 2>/dev/null)
+  ts_cmd "stop"
+  ts_quit
+  nb_stop $nb
+  local logged
+  logged=$(grep -m1 -oE "the backend's mac is now $new \(was $old\)[^;]*; [a-z' ]+" "$TS_LOG")
+  if [[ $before == "$old" && $after == "$new" && $tele == "$new" && $lsc -ge 2 && -n $logged ]]; then
+    pass $name "port MAC $before -> $after after the re-attach ($lsc LSC events); telemetry /ethdev/info says $tele; logged '$logged'"
+  else
+    fail $name "port MAC before '$before', after '$after', telemetry '$tele', $lsc LSC events, log line '${logged:-none}' (log $TS_LOG)"
+  fi
+}

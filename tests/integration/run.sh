@@ -59,6 +59,7 @@ if want pmd; then
     if [[ -f tests/integration/hostile_xenstore.sh ]]; then
       source tests/integration/hostile_xenstore.sh
       check_hostile_pmd
+      check_pmd_reattach_mac
     fi
   fi
 fi
