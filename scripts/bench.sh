@@ -319,22 +319,31 @@ wakeup_step() {
 # default) and the transmit path reaping too (--experiment-reap-tx-in-transmit,
 # Linux netfront's rule before the fix). Alternating pairs in one run; the
 # report takes medians and the median of the per-pair ratios.
+# pktgen_run NAME SECS [PKTGEN-ARGS...]: xpv-pktgen on core 1 in event mode
+# against the started netback for SECS seconds (results in
+# $LOGS/NAME.pktgen.json and .log), then stops the netback; sets PG_RC and
+# fails the step when pktgen failed or wrote no results.
+pktgen_run() {
+  local name=$1 secs=$2
+  shift 2
+  taskset -c 1 timeout -k 5 -s INT $((secs + 60)) "$PKTGEN" --platform "sim:$NB_SOCK" --mode event \
+    --count 0 --seconds "$secs" --quiet --json "$LOGS/$name.pktgen.json" "$@" \
+    >"$LOGS/$name.pktgen.log" 2>&1 &
+  local pg=$!
+  PIDS+=("$pg")
+  wait "$pg"
+  PG_RC=$?
+  forget_pid "$pg"
+  stop_netback
+  [[ $PG_RC == 0 && -s $LOGS/$name.pktgen.json ]] ||
+    fail "$name: xpv-pktgen exited with status $PG_RC: $(tail -3 "$LOGS/$name.pktgen.log" | tr '\n' ' ')"
+}
 run_seed() {  # run_seed NAME PAIR [PKTGEN-ARGS...]
   local name=$1 pair=$2
   shift 2
   start_netback "$name-$pair" --mode sink || return
-  taskset -c 1 timeout -k 5 -s INT $((SEED_SECS + 60)) "$PKTGEN" --platform "sim:$NB_SOCK" --role tx \
-    --mode event --count 0 --seconds "$SEED_SECS" --size 60 --quiet --json "$LOGS/$name-$pair.pktgen.json" "$@" \
-    >"$LOGS/$name-$pair.pktgen.log" 2>&1 &
-  local pg=$!
-  PIDS+=("$pg")
-  wait "$pg"
-  local rc=$?
-  forget_pid "$pg"
-  stop_netback
-  [[ $rc == 0 && -s $LOGS/$name-$pair.pktgen.json ]] ||
-    fail "$name-$pair: xpv-pktgen exited with status $rc: $(tail -3 "$LOGS/$name-$pair.pktgen.log" | tr '\n' ' ')"
-  record kind=seed name="$name" pair="$pair" pktgen="$LOGS/$name-$pair.pktgen.json" rc="$rc"
+  pktgen_run "$name-$pair" "$SEED_SECS" --role tx --size 60 "$@"
+  record kind=seed name="$name" pair="$pair" pktgen="$LOGS/$name-$pair.pktgen.json" rc="$PG_RC"
   info "$name pair $pair: $(grep -E 'notifies' "$LOGS/$name-$pair.pktgen.log" | head -1 | sed 's/^xpv-pktgen: //')"
 }
 seed_step() {
@@ -517,20 +526,9 @@ run_event() {  # run_event NAME NETBACK-ARGS...
   local name=$1
   shift
   start_netback "$name" --mode loopback "$@" || return
-  taskset -c 1 timeout -k 5 -s INT $((EVT_SECS + 60)) "$PKTGEN" --platform "sim:$NB_SOCK" --role gen \
-    --mode event --count 0 --seconds "$EVT_SECS" --window 256 --quiet --json "$LOGS/$name.pktgen.json" \
-    >"$LOGS/$name.pktgen.log" 2>&1 &
-  local pg=$!
-  PIDS+=("$pg")
-  wait "$pg"
-  local rc=$?
-  forget_pid "$pg"
-  stop_netback
-  if [[ $rc != 0 || ! -s $LOGS/$name.pktgen.json ]]; then
-    fail "$name: xpv-pktgen exited with status $rc: $(tail -3 "$LOGS/$name.pktgen.log" | tr '\n' ' ')"
-  fi
+  pktgen_run "$name" "$EVT_SECS" --role gen --window 256
   record kind=event name="$name" args="$*" pktgen="$LOGS/$name.pktgen.json" \
-    log="$LOGS/$name.pktgen.log" netback="$LOGS/$name.netback.json" rc="$rc"
+    log="$LOGS/$name.pktgen.log" netback="$LOGS/$name.netback.json" rc="$PG_RC"
   info "$name: $(grep -E 'notifies' "$LOGS/$name.pktgen.log" | head -1 | sed 's/^xpv-pktgen: //')"
 }
 run_event event
