@@ -190,8 +190,14 @@ struct Core {
   };
   std::vector<Deferred> deferred;  // access not ended yet: the peer still maps
 
+  // Other handles' doorbells, fetched once per handle (one request to the
+  // hypervisor) for the notifications that follow.
+  struct Bell {
+    UniqueFd fd;
+    uint32_t domid;  // the handle's domain: its ports are in that domain's table
+  };
   std::mutex bell_mu;
-  std::unordered_map<uint32_t, UniqueFd> bells;  // other handles' doorbells
+  std::unordered_map<uint32_t, Bell> bells;
 
   std::atomic<uint32_t> next_instance{1};
 
@@ -221,17 +227,42 @@ struct Core {
     });
   }
 
-  Result<int> doorbell(uint32_t handle_id) {
+  // A handle closed since binds no port any more (handle ids are never
+  // reused): its doorbell goes, so that a long-running backend holds one
+  // descriptor per live peer handle, not one per frontend it ever notified.
+  // On a miss only (a new peer handle), over the ports of the domains that
+  // cached handles belong to.
+  void drop_closed_bells_locked() {
+    std::unordered_map<uint32_t, bool> bound;
+    std::vector<uint32_t> domains;
+    for (const auto& [id, b] : bells) {
+      bound[id] = false;
+      if (std::find(domains.begin(), domains.end(), b.domid) == domains.end())
+        domains.push_back(b.domid);
+    }
+    for (uint32_t d : domains) {
+      for (uint32_t p = 1; p < kPortsPerDomain; ++p) {
+        PortSlot* s = slot(d, p);
+        if (aref(s->state).load(std::memory_order_relaxed) == kPortFree) continue;
+        auto it = bound.find(aref(s->handle_id).load(std::memory_order_relaxed));
+        if (it != bound.end()) it->second = true;
+      }
+    }
+    std::erase_if(bells, [&](const auto& kv) { return !bound[kv.first]; });
+  }
+
+  Result<int> doorbell(uint32_t handle_id, uint32_t domid) {
     std::lock_guard lk(bell_mu);
     auto it = bells.find(handle_id);
-    if (it != bells.end()) return it->second.get();
+    if (it != bells.end()) return it->second.fd.get();
+    if (!bells.empty()) drop_closed_bells_locked();
     Message req(Op::kEvtchnDoorbell);
     req.u32(handle_id);
     auto r = tr->call(std::move(req));
     if (!r) return r.error();
     if (r->fds.size() != 1) return make_error(EPROTO, "doorbell reply without an fd");
     int fd = r->fds[0].get();
-    bells[handle_id] = std::move(r->fds[0]);
+    bells[handle_id] = Bell{std::move(r->fds[0]), domid};
     return fd;
   }
 };
@@ -417,7 +448,7 @@ class SimEventChannel final : public EventChannel {
     // evtchn_set_pending: an already pending event is not raised twice; a
     // masked port stays pending until unmasked. seq_cst pairs with unmask().
     if (aref(r->pending).exchange(1) == 0 && aref(r->masked).load() == 0) {
-      auto fd = c.doorbell(aref(r->handle_id).load());
+      auto fd = c.doorbell(aref(r->handle_id).load(), rd);
       if (!fd) return fd.error();
       eventfd_signal(*fd);
     }

@@ -23,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <dirent.h>
+
 #include "netfront/queue.h"
 #include "sim/client.h"
 #include "sim/hypervisor.h"
@@ -113,17 +115,39 @@ bool touch_packet(void*, const RxPacket& p) {
   return true;
 }
 
+// Open file descriptors of this process: queues set up and torn down must
+// leave as many as they found (an fd lost per connection is a leak that a
+// long-running application or backend serving reconnects dies of).
+int open_fds() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return -1;
+  int n = 0;
+  while (const dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(d);
+  return n - 1;  // the directory's own fd
+}
+
+// The world outside the queue failed (not a finding about the frontend, but
+// it ends the run): say what, for the report.
+[[noreturn]] void harness_failed(const char* what, const std::string& why) {
+  std::fprintf(stderr, "fuzz: harness: %s failed: %s\n", what, why.c_str());
+  std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World& w = world();
+  static const int fds_at_start = open_fds();
   Input in{data, size};
   auto q = std::make_unique<QueueImpl>(0);
-  if (q->init().failed()) std::abort();
+  if (Status s = q->init(); s.failed()) harness_failed("queue init", s.message());
   const uint8_t setup = in.u8();
   const bool split = setup & 1;
   const bool sg = !(setup & 4);
-  if (q->setup(*w.domu, *w.sharer, kDom0, split, sg, w.wake.get()).failed()) std::abort();
+  if (Status s = q->setup(*w.domu, *w.sharer, kDom0, split, sg, w.wake.get()); s.failed())
+    harness_failed("queue setup", s.message());
   // The backend's ends of the channel(s), so that it can notify.
   const QueueKeys keys = q->keys();
   const domid_t self = w.domu->self_domid();
@@ -305,6 +329,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       t.pages.returned != t.pages.pages || t.pages.still_mapped != 0) {
     std::fprintf(stderr, "fuzz: pages %u returned %u still mapped %u\n", t.pages.pages,
                  t.pages.returned, t.pages.still_mapped);
+    std::abort();
+  }
+  q.reset();
+  // One more is allowed: the doorbell of the last frontend handle the
+  // backend notified, which the simulator keeps until it looks up another.
+  if (const int fds_after = open_fds(); fds_after > fds_at_start + 1) {
+    std::fprintf(stderr,
+                 "fuzz: %d file descriptors open after the queue was torn down, %d before the "
+                 "first input (+1 allowed: the backend's cached doorbell)\n",
+                 fds_after, fds_at_start);
     std::abort();
   }
   return 0;
