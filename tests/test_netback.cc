@@ -1371,6 +1371,21 @@ TEST_F(NetbackTest, FaultReconnect) {
   EXPECT_EQ(fe.be_state(), 4);
 }
 
+// --fault-every: the reconnect comes S seconds after the connect, with no
+// packet sent at all (a soak reconnects every minute whatever the rate).
+TEST_F(NetbackTest, FaultReconnectEverySecondsNeedsNoPackets) {
+  Config cfg;
+  cfg.fault = Fault::kReconnect;
+  cfg.fault_every_s = 1;
+  start(cfg);
+  Frontend fe(*hv);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(fe.connect());
+  ASSERT_TRUE(fe.wait_be_state(5));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 900ms);
+  EXPECT_EQ(ctr(fe.domid()).faults_injected, 1u);
+}
+
 TEST_F(NetbackTest, FaultStallRx) {
   Config cfg;
   cfg.fault = Fault::kStallRx;
@@ -2010,7 +2025,15 @@ TEST(NetbackCli, HostileXenstoreFaultsAndReattach) {
       {{"--socket", "/s", "--fault", "reattach", "--fault-arg", "0"}, "at least 1"},
       {{"--socket", "/s", "--fault", "xs-state-undefined", "--fault-arg", "4"}, "9.."},
       {{"--socket", "/s", "--fault", "xs-bad-mac", "--fault-arg", "4"}, "takes no argument"},
+      {{"--socket", "/s", "--fault", "late-tx-rsp", "--fault-every", "60"}, "--fault-every"},
+      {{"--socket", "/s", "--fault", "reconnect", "--fault-every", "60", "--fault-after", "9"},
+       "exclude each other"},
+      {{"--socket", "/s", "--fault", "reconnect", "--fault-every", "0"}, "--fault-every"},
   };
+  auto every = parse({"--socket", "/s", "--fault", "reattach", "--fault-every", "60"});
+  ASSERT_TRUE(every) << every.error().message;
+  EXPECT_EQ(every->cfg.fault_every_s, 60u);
+  EXPECT_NE(std::string(netback::help_text()).find("--fault-every"), std::string::npos);
   for (const Bad& b : bad) {
     auto o = parse(b.args);
     ASSERT_FALSE(o) << b.names;

@@ -117,6 +117,8 @@ Fault injection (for frontend tests; see docs/xpv-netback.md):
                            reattach, xs-state-* and xs-keys-vanish count TX
                            packets (RX packets in source mode)
                            (default 1000)
+  --fault-every S          reconnect, reattach, xs-state-* and xs-keys-vanish:
+                           S seconds after each connect instead (1..86400)
   --fault-arg X            the fault's number, see above
 
 Output:
@@ -177,6 +179,7 @@ uint64_t to_ms(double s) {
 Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
   CliOptions o;
   Config& c = o.cfg;
+  bool fault_every_given = false, fault_after_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -328,6 +331,14 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
       auto n = parse_u64(arg, *v, 0, UINT64_MAX);
       if (!n) return n.error();
       c.fault_after = *n;
+      fault_after_given = true;
+    } else if (arg == "--fault-every") {
+      auto v = val();
+      if (!v) return v.error();
+      auto n = parse_u64(arg, *v, 1, 86400);
+      if (!n) return n.error();
+      c.fault_every_s = *n;
+      fault_every_given = true;
     } else if (arg == "--fault-arg") {
       auto v = val();
       if (!v) return v.error();
@@ -356,6 +367,22 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
   }
   if (c.fault == Fault::kNone && c.fault_arg) {
     return make_error(EINVAL, "--fault-arg needs --fault");
+  }
+  if (fault_every_given) {
+    switch (c.fault) {
+      case Fault::kReconnect:
+      case Fault::kReattach:
+      case Fault::kXsStateBackwards:
+      case Fault::kXsStateUndefined:
+      case Fault::kXsKeysVanish:
+        break;
+      default:
+        return make_error(EINVAL,
+                          "--fault-every: only reconnect, reattach, xs-state-* and xs-keys-vanish "
+                          "are timed (the others count packets: --fault-after)");
+    }
+    if (fault_after_given)
+      return make_error(EINVAL, "--fault-every and --fault-after exclude each other");
   }
   if (c.fault == Fault::kBadTxRspId && c.fault_arg && *c.fault_arg > 0xFFFF) {
     return make_error(EINVAL, "--fault-arg: a TX response id is 16 bits (0..65535)");

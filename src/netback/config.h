@@ -76,6 +76,9 @@ struct Config {
 
   Fault fault = Fault::kNone;
   uint64_t fault_after = 1000;
+  // Toolstack and xenstore faults: S seconds after each connect instead of
+  // after fault_after packets (0: by packets).
+  uint64_t fault_every_s = 0;
   std::optional<uint64_t> fault_arg;
   // reattach: vif 0's mac on odd rounds (default: its mac with 0x10 added to
   // the last byte).

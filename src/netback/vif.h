@@ -120,6 +120,7 @@ class Vif {
     kDetached,            // reattach: the nodes are gone until the deadline
   } phase_ = Phase::kNone;
   uint64_t phase_deadline_ns_ = 0;
+  uint64_t fault_due_ns_ = 0;  // --fault-every: when the next timed fault fires (0: none)
   uint64_t reconnects_left_ = 0;
   bool keys_removed_ = false;  // xs-keys-vanish: until the frontend closed
   const Mac first_mac_;        // reattach: the mac of the even rounds

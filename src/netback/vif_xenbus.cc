@@ -324,7 +324,11 @@ bool Vif::connect(XenStore& xs) {
   if (packet_triggered(cfg_.fault) && reconnects_left_ > 0) {
     c.reconnect_requested.store(false);
     c.reconnect_packets.store(0);
-    c.reconnect_threshold.store(std::max<uint64_t>(1, cfg_.fault_after));
+    if (cfg_.fault_every_s) {
+      fault_due_ns_ = now_ns() + cfg_.fault_every_s * 1'000'000'000ull;
+    } else {
+      c.reconnect_threshold.store(std::max<uint64_t>(1, cfg_.fault_after));
+    }
   }
   log_info("%s: connected: %llu queue%s, %s event channel%s, sg %d, rx-notify %d, csum %d",
            c.name.c_str(), static_cast<unsigned long long>(nq), nq == 1 ? "" : "s",
@@ -333,6 +337,7 @@ bool Vif::connect(XenStore& xs) {
 }
 
 void Vif::disconnect() {
+  fault_due_ns_ = 0;
   if (queues_.empty()) return;
   ctx_->reconnect_threshold.store(0);
   // Off the bridge first: other workers stop queueing for us (what they
@@ -470,6 +475,12 @@ void Vif::finish_reconnect(XenStore& xs) {
 }
 
 void Vif::on_timer(XenStore& xs, uint64_t now) {
+  if (phase_ == Phase::kNone && fault_due_ns_ && now >= fault_due_ns_) {
+    fault_due_ns_ = 0;  // --fault-every: as if the packets had been counted
+    ctx_->reconnect_requested.store(true);
+    poll_reports(xs);
+    return;
+  }
   if (phase_ == Phase::kNone || now < phase_deadline_ns_) return;
   switch (phase_) {
     case Phase::kWaitFrontendClosed:
@@ -491,7 +502,7 @@ void Vif::on_timer(XenStore& xs, uint64_t now) {
 }
 
 uint64_t Vif::next_deadline_ns() const {
-  return phase_ != Phase::kNone ? phase_deadline_ns_ : 0;
+  return phase_ != Phase::kNone ? phase_deadline_ns_ : fault_due_ns_;
 }
 
 void Vif::shutdown(XenStore& xs) {
