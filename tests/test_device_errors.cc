@@ -81,6 +81,35 @@ bool echoes(Device& d) {
   return got == sizeof frame;
 }
 
+// A backend value the frontend falls back on (mtu not a number) is said once
+// per connection's worth of reads, not once per read: the device reads the
+// vif's keys when it opens and again when it connects.
+struct DeviceWarnings : NetfrontFixture {};
+
+TEST_F(DeviceWarnings, AFallbackIsLoggedOnceNotOncePerRead) {
+  netback::Config cfg;
+  cfg.fault = netback::Fault::kXsBadMtu;
+  start(cfg);
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  set_log_sink([&](LogLevel l, std::string_view m) {
+    std::lock_guard lk(mu);
+    if (l == LogLevel::kWarning && m.find("/mtu") != std::string_view::npos)
+      warnings.emplace_back(m);
+  });
+  {
+    auto dev = Device::open(config());
+    ASSERT_TRUE(dev) << dev.error().message;
+    ASSERT_TRUE((*dev)->connect());
+    EXPECT_EQ((*dev)->info().mtu, 1500u);
+    EXPECT_TRUE(echoes(**dev));
+  }
+  set_log_sink(nullptr);
+  std::lock_guard lk(mu);
+  ASSERT_EQ(warnings.size(), 1u) << (warnings.empty() ? "" : warnings[0]);
+  EXPECT_NE(warnings[0].find("using 1500"), std::string::npos) << warnings[0];
+}
+
 // The frontend's own state node made unreadable to it (dom0 takes it over
 // with no access for others): the xenstore read fails with EACCES. That
 // failed Result used to be dereferenced: std::bad_variant_access out of

@@ -201,8 +201,13 @@ class Device::Impl {
     XPV_TRY(rd(*be + "/multi-queue-max-queues", &raw.max_queues));
     auto keys = parse_backend_keys(raw);
     if (!keys) return keys.error();
-    for (const std::string& w : keys->warnings)
-      log_warn("vif %u: %s", cfg_.vif, w.c_str());
+    // Each fallback once while it lasts: the keys are read when the device
+    // opens and again at every connect.
+    for (const std::string& w : keys->warnings) {
+      if (std::find(warned_.begin(), warned_.end(), w) == warned_.end())
+        log_warn("vif %u: %s", cfg_.vif, w.c_str());
+    }
+    warned_ = keys->warnings;
     info_.backend_path = *be;
     info_.backend_id = keys->backend_id;
     info_.mac = keys->mac;
@@ -717,6 +722,7 @@ class Device::Impl {
   bool want_connected_ = false;
   bool ever_connected_ = false;
   uint64_t reconnects_ = 0;
+  std::vector<std::string> warned_;  // the fallbacks of the last read_info(), logged
   uint64_t deadline_ = 0;
   uint64_t retry_at_ = 0;
   uint64_t reread_at_ = 0;  // a read of step() failed: step again then
