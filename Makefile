@@ -7,14 +7,17 @@
 #   make bench     benchmarks and report
 #   make e2e-xen   real Xen (4.17 in QEMU) end-to-end checks
 #   make fuzz      libFuzzer targets (response path, backend xenstore keys) for FUZZ_SECONDS (default 60)
+#   make soak      SOAK_MINUTES (default 10) over xpv-netback: bridge, 4 queues, 60..9000-byte
+#                  frames, reconnects every minute; memory, fds and payloads checked
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS  = -Ddpdk_sdk_include=$(shell scripts/setup.sh --print-sdk-dir 2>/dev/null)
 NINJA      ?= ninja
 FUZZ_SECONDS ?= 60
+SOAK_MINUTES ?= 10
 
-.PHONY: all setup build build-asan test unit-test demo bench e2e-xen fuzz clean format
+.PHONY: all setup build build-asan test unit-test demo bench e2e-xen fuzz soak clean format
 
 all: build
 
@@ -53,6 +56,9 @@ e2e-xen: build
 
 fuzz: setup
 	@scripts/fuzz.sh --seconds $(FUZZ_SECONDS)
+
+soak: build
+	@scripts/soak.sh --build $(BUILD) --minutes $(SOAK_MINUTES)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -60,6 +60,7 @@ struct Options {
   std::string json;
   bool quiet = false;
   bool reap_tx_in_transmit = false;  // DeviceConfig::experiment_reap_tx_in_transmit
+  bool expect_loss = false;          // gen: a sequence gap is loss, not disorder
 };
 
 void usage(FILE* f) {
@@ -99,6 +100,10 @@ void usage(FILE* f) {
       "                           an experiment: in event mode also consume TX responses in\n"
       "                             the transmit path (Linux netfront before its fix), to\n"
       "                             measure the spurious events that costs\n"
+      "  --expect-loss            gen: the path drops frames now and then (a peer that\n"
+      "                             reconnects): frames skipped in a queue's sequence count\n"
+      "                             as lost, not out of order; frames arriving behind a later\n"
+      "                             one still count as out of order\n"
       "  --quiet                  only the summary\n"
       "Exit status: 0 ok, 1 cannot connect, 2 bad arguments, 3 lost or corrupted packets.\n");
 }
@@ -139,6 +144,7 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"rounds", required_argument, nullptr, 'R'},
                                  {"gap-ms", required_argument, nullptr, 'G'},
                                  {"experiment-reap-tx-in-transmit", no_argument, nullptr, 'X'},
+                                 {"expect-loss", no_argument, nullptr, 'L'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -249,6 +255,9 @@ int parse_args(int argc, char** argv, Options* o) {
         break;
       case 'X':
         o->reap_tx_in_transmit = true;
+        break;
+      case 'L':
+        o->expect_loss = true;
         break;
       case 'h':
         usage(stdout);
@@ -628,8 +637,17 @@ int main(int argc, char** argv) {
             return true;
           }
           if (gen) {
-            if ((seq >> 48) != qi || (seq & 0xFFFFFFFFFFFFull) != s.next_expect) ++s.out_of_order;
-            s.next_expect = (seq & 0xFFFFFFFFFFFFull) + 1;
+            const uint64_t n = seq & 0xFFFFFFFFFFFFull;
+            if ((seq >> 48) != qi || n < s.next_expect) {
+              ++s.out_of_order;
+            } else if (n > s.next_expect) {
+              // Skipped: lost on the way (--expect-loss), or overtaken.
+              if (o.expect_loss)
+                s.lost += n - s.next_expect;
+              else
+                ++s.out_of_order;
+            }
+            s.next_expect = n + 1;
           }
           ++s.received;
           s.bytes_rx += p.len;
@@ -662,6 +680,14 @@ int main(int argc, char** argv) {
         }
         if (rx != last_received || in_flight == 0) {
           last_received = rx;
+          last_progress = now;
+        } else if (o.expect_loss && now - last_progress > 1.0) {
+          // Nothing came back for 1 s: the peer is away (--expect-loss);
+          // what is in flight is lost, numbering resumes.
+          for (auto& s : st) {
+            s.lost += s.in_flight();
+            s.next_expect = s.sent;
+          }
           last_progress = now;
         } else if (now - last_progress > 5.0) {
           // Nothing came back for 5 s: what is in flight is lost.
