@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
-TIMEOUT=2400
+TIMEOUT=3600
 while (($#)); do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;

@@ -172,6 +172,25 @@ action_attach() {
     xl network-attach domu "${spec[@]}" && ip link set "vif$XPV_DOMID.$1" mtu 9000
 }
 
+# action_reattach DEVID MAC [traffic]: detach, then attach with MAC; with "traffic", also wait
+# (up to 60 s) until the domU sends a frame through the new vif. One request per chaos round:
+# every request costs seconds in the emulated guests.
+action_reattach() {
+    action_detach "$1" || return 1
+    action_attach "$1" "$2" || return 1
+    [[ ${3:-} == traffic ]] || return 0
+    local s=/sys/class/net/vif$XPV_DOMID.$1/statistics/rx_packets i
+    for ((i = 0; i < 600; i++)); do
+        if [[ -r $s ]] && (($(<"$s") > 0)); then
+            echo "traffic $((i / 10)).$((i % 10)) s after the attach"
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "no frame from the domU on vif$XPV_DOMID.$1 within 60 s of the attach"
+    return 1
+}
+
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
 action_irqs() {
     awk -v p="$1" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts

@@ -142,7 +142,7 @@ XPV_DOMU_VCPUS=${XPV_DOMU_VCPUS:-1}
 XPV_DOMU_VIFS=("mac=00:16:3e:00:00:10" "mac=00:16:3e:00:00:11")  # vif 0, vif 1 (all on xenbr0)
 XPV_DOMU_CMDLINE_EXTRA=${XPV_DOMU_CMDLINE_EXTRA:-}
 XPV_DOMU_BOOT_TIMEOUT=${XPV_DOMU_BOOT_TIMEOUT:-300}   # xl create to "ready"
-XPV_DOMU_RUN_TIMEOUT=${XPV_DOMU_RUN_TIMEOUT:-1200}    # "ready" to powered off
+XPV_DOMU_RUN_TIMEOUT=${XPV_DOMU_RUN_TIMEOUT:-3300}    # "ready" to powered off
 XPV_CONSOLE_PREFIX=${XPV_CONSOLE_PREFIX:-"U| "}
 # Hotplug scripts for the domU's disks and vifs: "lean" (hotplug/ here) or "stock" (Xen's block
 # and vif-bridge, which fork dozens of processes and can miss libxl's fixed 40 s timeout when the
