@@ -690,6 +690,13 @@ class SimPlatform final : public Platform {
   }
   Result<std::unique_ptr<XenStore>> open_xenstore() override { return SimXenStore::open(core_); }
 
+  size_t forget_doorbells() {
+    std::lock_guard lk(core_->bell_mu);
+    const size_t n = core_->bells.size();
+    core_->bells.clear();
+    return n;
+  }
+
  private:
   std::shared_ptr<Core> core_;
 };
@@ -757,6 +764,11 @@ Result<std::unique_ptr<Platform>> local_platform(Hypervisor& hv, bool as_dom0) {
   c->name = as_dom0 ? "sim:local-dom0" : format("sim:local-dom%u", (*conn)->domid());
   c->tr = std::make_unique<LocalTransport>(hv, std::move(*conn));
   return finish(std::move(c));
+}
+
+size_t forget_doorbells(Platform& p) {
+  auto* s = dynamic_cast<SimPlatform*>(&p);
+  return s ? s->forget_doorbells() : 0;
 }
 
 }  // namespace xpv::sim

@@ -22,4 +22,9 @@ Result<std::unique_ptr<Platform>> connect_platform(const std::string& socket_pat
 // The hypervisor must outlive the platform and every handle opened from it.
 Result<std::unique_ptr<Platform>> local_platform(Hypervisor& hv, bool as_dom0);
 
+// Closes the doorbells of other handles this sim platform keeps for its
+// notifications (fetched again on the next one); returns how many. For tests
+// that count file descriptors.
+size_t forget_doorbells(Platform& p);
+
 }  // namespace xpv::sim
