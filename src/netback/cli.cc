@@ -369,17 +369,10 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
     return make_error(EINVAL, "--fault-arg needs --fault");
   }
   if (fault_every_given) {
-    switch (c.fault) {
-      case Fault::kReconnect:
-      case Fault::kReattach:
-      case Fault::kXsStateBackwards:
-      case Fault::kXsStateUndefined:
-      case Fault::kXsKeysVanish:
-        break;
-      default:
-        return make_error(EINVAL,
-                          "--fault-every: only reconnect, reattach, xs-state-* and xs-keys-vanish "
-                          "are timed (the others count packets: --fault-after)");
+    if (!is_control_fault(c.fault)) {
+      return make_error(EINVAL,
+                        "--fault-every: only reconnect, reattach, xs-state-* and xs-keys-vanish "
+                        "are timed (the others count packets: --fault-after)");
     }
     if (fault_after_given)
       return make_error(EINVAL, "--fault-every and --fault-after exclude each other");

@@ -85,6 +85,13 @@ struct Config {
   std::optional<Mac> reattach_mac;
 };
 
+// The faults the control thread injects (toolstack and xenstore), after
+// --fault-after packets or --fault-every seconds.
+inline bool is_control_fault(Fault f) {
+  return f == Fault::kReconnect || f == Fault::kReattach || f == Fault::kXsStateBackwards ||
+         f == Fault::kXsStateUndefined || f == Fault::kXsKeysVanish;
+}
+
 const char* to_string(Mode m);
 const char* to_string(Fault f);
 std::optional<Mode> parse_mode(std::string_view s);

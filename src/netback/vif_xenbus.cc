@@ -57,12 +57,6 @@ const char* state_name(XenbusState s) {
   return netif::to_string(s);
 }
 
-// The faults the control thread injects after --fault-after packets.
-bool packet_triggered(Fault f) {
-  return f == Fault::kReconnect || f == Fault::kReattach || f == Fault::kXsStateBackwards ||
-         f == Fault::kXsStateUndefined || f == Fault::kXsKeysVanish;
-}
-
 }  // namespace
 
 Vif::Vif(const Config& cfg, Platform& dom0, GrantMapper& mapper, domid_t domid, uint32_t handle,
@@ -80,7 +74,7 @@ Vif::Vif(const Config& cfg, Platform& dom0, GrantMapper& mapper, domid_t domid, 
   // xs-state-* inject a number as a state; they and xs-keys-vanish fire once.
   if (cfg.fault == Fault::kReconnect || cfg.fault == Fault::kReattach) {
     reconnects_left_ = fault_arg_or_default(cfg);
-  } else if (packet_triggered(cfg.fault)) {
+  } else if (is_control_fault(cfg.fault)) {
     reconnects_left_ = 1;
   }
 }
@@ -321,7 +315,7 @@ bool Vif::connect(XenStore& xs) {
   }
   (void)xs.rm(kXsNoTransaction, be_path_ + "/error");
   ctr_.connects.add();
-  if (packet_triggered(cfg_.fault) && reconnects_left_ > 0) {
+  if (is_control_fault(cfg_.fault) && reconnects_left_ > 0) {
     c.reconnect_requested.store(false);
     c.reconnect_packets.store(0);
     if (cfg_.fault_every_s) {
