@@ -152,7 +152,7 @@ TEST_F(XenPlatformTest, EventChannelLoopbackWithLateEoi) {
   ASSERT_TRUE(a->unmask(*pa));
 }
 
-TEST_F(XenPlatformTest, GrantsSharedAndMappedBack) {
+TEST_F(XenPlatformTest, GrantsSharedWithDom0AndEnded) {
   auto sharer = plat->open_grant_sharer();
   ASSERT_TRUE(sharer) << sharer.error().message;
   // To dom0, as netfront does.
@@ -164,7 +164,14 @@ TEST_F(XenPlatformTest, GrantsSharedAndMappedBack) {
   std::memset(to0->data(), 0x5A, to0->bytes());
   EndAccessReport r = to0->end_access();
   EXPECT_EQ(r.pages, 4u);
-  // To ourselves, then mapped and copied through gntdev.
+}
+
+// What a backend does with a frontend's grants (xpv-netback: gntdev map and grant copy), on grants
+// of our own. In a PVH guest (Linux 6.1) the process's exit after such a self-map oopses the
+// kernel (__tlb_remove_page_size in exit_mmap), so the real-Xen run leaves this one out there.
+TEST_F(XenPlatformTest, OwnGrantsMappedAndCopiedThroughGntdev) {
+  auto sharer = plat->open_grant_sharer();
+  ASSERT_TRUE(sharer) << sharer.error().message;
   auto self = (*sharer)->share(plat->self_domid(), 2, true);
   ASSERT_TRUE(self) << self.error().message;
   std::memset(self->data(), 0x6B, self->bytes());
