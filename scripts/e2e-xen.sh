@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
-TIMEOUT=3600
+TIMEOUT=5400
 while (($#)); do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -24,6 +24,12 @@ mkdir -p "$PAYLOAD/bin" "$PAYLOAD/lib"
 cp "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" "$PAYLOAD/bin/"
 cp "$BUILD/drivers/net_xenpv/librte_net_xenpv.so" "$PAYLOAD/lib/"
 cp -r e2e/xen/checks "$PAYLOAD/checks"
+# The domUs dom0 runs, in order (default "pv pvh"; "pv pvh hvm" adds the HVM domU, ~25 minutes).
+if [[ -n ${XPV_E2E_GUEST_TYPES:-} ]]; then
+  [[ $XPV_E2E_GUEST_TYPES =~ ^(pv|pvh|hvm)( (pv|pvh|hvm))*$ ]] ||
+    { echo "CHECK e2e-payload FAIL XPV_E2E_GUEST_TYPES='$XPV_E2E_GUEST_TYPES': want words of pv, pvh, hvm"; exit 1; }
+  sed -i "s/^XPV_E2E_GUEST_TYPES=.*/XPV_E2E_GUEST_TYPES=\"$XPV_E2E_GUEST_TYPES\"/" "$PAYLOAD/checks/dom0.sh"
+fi
 chmod -R a+rX,go-w "$PAYLOAD"
 LOG=$BUILD/e2e-xen/e2e.log
 mkdir -p "$(dirname "$LOG")"

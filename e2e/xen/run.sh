@@ -33,7 +33,7 @@ MIN_RUN_SPACE_MB=2048
 
 HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs cpio gzip kmod util-linux coreutils)
 
-QEMU_CPU=qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16  # the model that proved reliable: see README
+QEMU_CPU=qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16,+svm,+npt  # reliable (README); SVM+NPT for PVH and HVM domUs
 QEMU_MEM_MB=2048
 XEN_ARGS="console=com1 com1=115200,8n1 dom0_mem=512M,max:512M loglvl=all guest_loglvl=all"
 DOM0_ARGS="root=/dev/vda rw console=hvc0 earlyprintk=xen net.ifnames=0 panic=10 log_buf_len=1M"

@@ -163,13 +163,14 @@ EOF
 # action_detach DEVID / action_attach DEVID MAC: the backend goes away and comes back (what
 # `xl network-detach` / `network-attach` do: netback Closing, xenstore nodes removed, new ones).
 action_detach() {
-    xl network-detach domu "$1"
+    xl network-detach "$XPV_DOMU_NAME" "$1"
 }
 action_attach() {
     # xl takes the vifspec as one key=value per argument (not comma-joined as in a cfg file).
     local spec=(bridge=xenbr0 "mac=$2" "devid=$1")
     [[ $XPV_DOMU_HOTPLUG == lean ]] && spec+=("script=$XPV_CHECKS_DIR/hotplug/vif-bridge")
-    xl network-attach domu "${spec[@]}" && ip link set "vif$XPV_DOMID.$1" mtu 9000
+    [[ $XPV_DOMU_TYPE == hvm ]] && spec+=(type=vif)  # as in xpv_domu_config: no emulated NIC
+    xl network-attach "$XPV_DOMU_NAME" "${spec[@]}" && ip link set "vif$XPV_DOMID.$1" mtu 9000
 }
 
 # action_reattach DEVID MAC [traffic]: detach, then attach with MAC; with "traffic", also wait
@@ -196,4 +197,14 @@ action_irqs() {
     awk -v p="$1" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts
 }
 
-xpv_domu_run domu
+# The PV domU runs every check; then a PVH domU (and, opted in, an HVM one) runs the
+# guest-type-dependent ones (see the end of domu.sh). One domU at a time, on the same vifs and
+# MACs. scripts/e2e-xen.sh writes XPV_E2E_GUEST_TYPES from its environment in here.
+XPV_E2E_GUEST_TYPES="pv pvh"
+for type in $XPV_E2E_GUEST_TYPES; do
+    case $type in
+        pv) XPV_DOMU_TYPE=pv xpv_domu_run domu ;;
+        pvh | hvm) XPV_DOMU_TYPE=$type XPV_DOMU_BOOT_TIMEOUT=600 XPV_DOMU_RUN_TIMEOUT=1500 xpv_domu_run "domu-$type" ;;
+        *) xpv_check "domu-$type-boot" FAIL "no guest type '$type' (pv, pvh, hvm)" ;;
+    esac
+done

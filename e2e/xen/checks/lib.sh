@@ -36,10 +36,11 @@ xpv_log() { echo "[${XPV_ROLE:-?} $(xpv_uptime)] $*"; }
 # ---------------------------------------------------------------------------------------------
 
 # xpv_check NAME PASS|FAIL [text]: print one result line (for results outside xpv_run_checks).
+# In a PVH or HVM domU the names carry the guest type ("CHECK pvh:icmpecho PASS ...").
 xpv_check() {
     local name=$1 result=$2
     shift 2
-    echo "CHECK $name $result${*:+ $(tr '\n' ' ' <<<"$*" | sed 's/ *$//')}"
+    echo "CHECK ${XPV_CHECK_PREFIX:-}$name $result${*:+ $(tr '\n' ' ' <<<"$*" | sed 's/ *$//')}"
 }
 
 pass() { echo "PASS${*:+ $*}" > "$XPV_RESULT"; exit 0; }
@@ -140,6 +141,7 @@ xpv_vif_netdev() {
 XPV_DOMU_MEMORY=${XPV_DOMU_MEMORY:-768}
 XPV_DOMU_VCPUS=${XPV_DOMU_VCPUS:-1}
 XPV_DOMU_VIFS=("mac=00:16:3e:00:00:10" "mac=00:16:3e:00:00:11")  # vif 0, vif 1 (all on xenbr0)
+XPV_DOMU_TYPE=${XPV_DOMU_TYPE:-pv}  # pv, pvh or hvm (the domU reads it as xpv.guest_type)
 XPV_DOMU_CMDLINE_EXTRA=${XPV_DOMU_CMDLINE_EXTRA:-}
 XPV_DOMU_BOOT_TIMEOUT=${XPV_DOMU_BOOT_TIMEOUT:-300}   # xl create to "ready"
 XPV_DOMU_RUN_TIMEOUT=${XPV_DOMU_RUN_TIMEOUT:-3300}    # "ready" to powered off
@@ -149,31 +151,48 @@ XPV_CONSOLE_PREFIX=${XPV_CONSOLE_PREFIX:-"U| "}
 # emulated dom0 runs on a loaded host).
 XPV_DOMU_HOTPLUG=${XPV_DOMU_HOTPLUG:-lean}
 
-# xpv_domu_config NAME: the xl config of a PV domU whose root is dom0's $XPV_DOMU_ROOT disk and
-# whose second, read-only disk is the payload (both on the kernel's xen-blkfront).
+# xpv_domu_config NAME: the xl config of a domU of type $XPV_DOMU_TYPE whose root is dom0's
+# $XPV_DOMU_ROOT disk and whose second, read-only disk is the payload (both on the kernel's
+# xen-blkfront). PV and PVH boot the kernel directly; HVM boots it through the device model
+# (qemu-xen's direct kernel boot with SeaBIOS), so the same kernel, initramfs and checks run in
+# all three. In HVM, libxl gives the first four disks an emulated IDE twin as well, which qemu-xen
+# refuses for a read-only disk: the payload becomes the fifth (xvde), PV only; `type=vif` vifs
+# get no emulated NIC.
 xpv_domu_config() {
-    local vif vifs=() vif_script='' disk_script=''
+    local vif vifs=() vif_script='' disk_script='' vif_type='' payload_vdev=xvdb console=hvc0
+    # An HVM domU's first console is the device model's emulated UART (hvc0 has no xenconsoled
+    # backend there): QEMU writes it to the file xpv_domu_start streams.
+    [[ $XPV_DOMU_TYPE == hvm ]] && payload_vdev=xvde console=ttyS0
     if [[ $XPV_DOMU_HOTPLUG == lean ]]; then
         vif_script=",script=$XPV_CHECKS_DIR/hotplug/vif-bridge"
         disk_script=",script=$XPV_CHECKS_DIR/hotplug/block"
     fi
+    [[ $XPV_DOMU_TYPE == hvm ]] && vif_type=",type=vif"
     for vif in "${XPV_DOMU_VIFS[@]}"; do
-        vifs+=("'bridge=xenbr0,$vif$vif_script'")
+        vifs+=("'bridge=xenbr0,$vif$vif_type$vif_script'")
     done
     cat <<EOF
 name = "$1"
-type = "pv"
+type = "$XPV_DOMU_TYPE"
 kernel = "$XPV_KERNEL"
 ramdisk = "$XPV_RAMDISK"
-extra = "root=/dev/xvda rw console=hvc0 net.ifnames=0 modprobe.blacklist=xen_netfront panic=10 log_buf_len=1M init=/usr/sbin/xpv-domu-init xpv.payload=/dev/xvdb $XPV_DOMU_CMDLINE_EXTRA"
+extra = "root=/dev/xvda rw console=$console net.ifnames=0 modprobe.blacklist=xen_netfront panic=10 log_buf_len=1M init=/usr/sbin/xpv-domu-init xpv.payload=/dev/$payload_vdev xpv.guest_type=$XPV_DOMU_TYPE $XPV_DOMU_CMDLINE_EXTRA"
 memory = $XPV_DOMU_MEMORY
 vcpus = $XPV_DOMU_VCPUS
 disk = [ 'vdev=xvda,access=rw,backendtype=phy$disk_script,target=$XPV_DOMU_ROOT',
-         'vdev=xvdb,access=ro,backendtype=phy$disk_script,target=$XPV_PAYLOAD_DEV' ]
+         'vdev=$payload_vdev,access=ro,backendtype=phy$disk_script,target=$XPV_PAYLOAD_DEV' ]
 vif = [ $(IFS=,; echo "${vifs[*]}") ]
 on_poweroff = "destroy"
 on_reboot = "destroy"
 on_crash = "destroy"
+EOF
+    [[ $XPV_DOMU_TYPE == hvm ]] || return 0
+    cat <<EOF
+device_model_version = "qemu-xen"
+vga = "none"
+nographic = 1
+vnc = 0
+serial = "file:/var/log/xen/console/guest-$1.log"
 EOF
 }
 
@@ -190,6 +209,8 @@ xpv_domu_start() {
         return 1
     fi
     XPV_DOMID=$(xl domid "$name")
+    # shellcheck disable=SC2034  # read by dom0.sh's actions (xl network-detach/-attach)
+    XPV_DOMU_NAME=$name
     (
         i=0
         while [[ ! -e $log && $i -lt 100 ]]; do sleep 0.2; i=$((i + 1)); done
