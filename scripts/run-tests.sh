@@ -29,9 +29,13 @@ TOTAL_P=0 TOTAL_F=0 TOTAL_S=0
 
 want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
 
+# Each suite's wall time goes with its result: make test has a time budget (README, Tests).
+SUITE_T0=$SECONDS
 record() {  # name result detail
-  NAMES+=("$1"); RESULTS+=("$2"); DETAILS+=("$3")
-  printf '=== suite %-12s %s  %s\n' "$1" "$2" "$3"
+  local took="$((SECONDS - SUITE_T0))s"
+  NAMES+=("$1"); RESULTS+=("$2"); DETAILS+=("$3 ($took)")
+  printf '=== suite %-12s %s  %s (%s)\n' "$1" "$2" "$3" "$took"
+  SUITE_T0=$SECONDS
 }
 
 # Runs a GoogleTest binary, shows its output, and adds its counts.

@@ -273,6 +273,9 @@ harness_check() { # NAME PASS|FAIL DETAILS...
 SEEN_XEN=0 DOM0_INIT=0 DOM0_READY=0 DOM0_NOT_READY='' END_SEEN=0
 DOM0_KLOG='' DOMU_KLOGS=0 DOMU_KLOG_HITS=0 DOM0_LIVE_HITS=0 DOMU_LIVE_HITS=0
 SCRIPT_RCS=()
+# Every domU dom0 created must run domu.sh to its end and dump its kernel log: one that goes
+# away before (a guest crash, a toolstack destroy) is a failure, not a shorter list of checks.
+DOMUS_CREATED=() DOMUS_ENDED=() DOMUS_KLOGGED=()
 T_QEMU='' T_DOM0_READY='' T_DOMU=''
 
 
@@ -314,17 +317,20 @@ handle_line() {
             say "dom0 NOT ready: $DOM0_NOT_READY" ;;
         "dom0:XPV: domU created"*)
             [[ -n $T_DOMU ]] || T_DOMU=$((SECONDS - T_QEMU))
+            [[ $body =~ name=([^ ]+) ]] && DOMUS_CREATED+=("${BASH_REMATCH[1]}")
             say "${body#XPV: }" ;;
         "domu:XPV: domU ready"* | "domu:XPV: domU not ready"*)
             say "${body#XPV: }" ;;
         *"XPV: dom0.sh rc="* | *"XPV: domu.sh rc="*)
             [[ $body =~ XPV:\ (dom0|domu)\.sh\ rc=([0-9]+) ]] &&
                 SCRIPT_RCS+=("${BASH_REMATCH[1]}.sh=${BASH_REMATCH[2]}")
+            [[ $src == domu && ${#DOMUS_CREATED[@]} -gt 0 ]] && DOMUS_ENDED+=("${DOMUS_CREATED[-1]}")
             say "${body#*XPV: }" ;;
         "dom0:XPV-KLOG dom0 END count="*)
             DOM0_KLOG=${body#XPV-KLOG dom0 END count=} ;;
         "domu:XPV-KLOG domu END count="*)
             DOMU_KLOGS=$((DOMU_KLOGS + 1))
+            ((${#DOMUS_CREATED[@]})) && DOMUS_KLOGGED+=("${DOMUS_CREATED[-1]}")
             DOMU_KLOG_HITS=$((DOMU_KLOG_HITS + ${body#XPV-KLOG domu END count=})) ;;
         *"XPV-KLOG "*" | "*)
             say "kernel log dump: $body" ;;
@@ -474,6 +480,15 @@ elif ((DOMU_KLOG_HITS > 0 || DOMU_LIVE_HITS > 0)); then
 else
     harness_check kernel-log-domu PASS "no line matching '$KLOG_RE' ($DOMU_KLOGS domU)"
 fi
+
+# One line per domU that did not finish: which one, and what it left undone.
+for d in "${DOMUS_CREATED[@]}"; do
+    missing=()
+    [[ " ${DOMUS_ENDED[*]} " == *" $d "* ]] || missing+=("domu.sh never reported its exit code")
+    [[ " ${DOMUS_KLOGGED[*]} " == *" $d "* ]] || missing+=("its kernel log was never dumped")
+    ((${#missing[@]})) || continue
+    harness_check "$d-end" FAIL "domU $d went away before its checks ended: ${missing[0]}${missing[1]:+; ${missing[1]}} (see $SERIAL)"
+done
 
 bad_rcs=()
 for r in "${SCRIPT_RCS[@]}"; do [[ $r == *=0 ]] || bad_rcs+=("$r"); done
