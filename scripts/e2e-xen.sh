@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
-TIMEOUT=5400
+TIMEOUT=3300  # seconds, QEMU start to power-off: what fits CI's 90 minutes after the other suites
 while (($#)); do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;

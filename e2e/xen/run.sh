@@ -276,6 +276,7 @@ SCRIPT_RCS=()
 # Every domU dom0 created must run domu.sh to its end and dump its kernel log: one that goes
 # away before (a guest crash, a toolstack destroy) is a failure, not a shorter list of checks.
 DOMUS_CREATED=() DOMUS_ENDED=() DOMUS_KLOGGED=()
+DOMU_CRASHES=()  # what dom0 said of a domU Xen saw crash (and that it booted it again)
 T_QEMU='' T_DOM0_READY='' T_DOMU=''
 
 
@@ -315,6 +316,9 @@ handle_line() {
         "dom0:XPV: dom0 not ready: "*)
             DOM0_NOT_READY=${body#XPV: dom0 not ready: }
             say "dom0 NOT ready: $DOM0_NOT_READY" ;;
+        "dom0:XPV: domU "*" crashed: "* | "dom0:XPV: domU "*" booted again after a crash")
+            DOMU_CRASHES+=("${body#XPV: }")
+            say "${body#XPV: }" ;;
         "dom0:XPV: domU created"*)
             [[ -n $T_DOMU ]] || T_DOMU=$((SECONDS - T_QEMU))
             [[ $body =~ name=([^ ]+) ]] && DOMUS_CREATED+=("${BASH_REMATCH[1]}")
@@ -481,8 +485,10 @@ else
     harness_check kernel-log-domu PASS "no line matching '$KLOG_RE' ($DOMU_KLOGS domU)"
 fi
 
-# One line per domU that did not finish: which one, and what it left undone.
-for d in "${DOMUS_CREATED[@]}"; do
+# One line per domU that did not finish: which one, and what it left undone. A domU that
+# crashed and was booted again (same name) counts as finished when the second boot finished;
+# the crash itself is in the completed line below.
+for d in $(printf '%s\n' "${DOMUS_CREATED[@]}" | sort -u); do
     missing=()
     [[ " ${DOMUS_ENDED[*]} " == *" $d "* ]] || missing+=("domu.sh never reported its exit code")
     [[ " ${DOMUS_KLOGGED[*]} " == *" $d "* ]] || missing+=("its kernel log was never dumped")
@@ -510,7 +516,9 @@ elif ((!END_SEEN)); then
     tail -n 25 "$SERIAL" | tr -d '\r' | sed 's/^/    /'
     [[ -s $WORK/qemu.log ]] && { say "QEMU said:"; sed 's/^/    /' "$WORK/qemu.log"; }
 else
-    harness_check completed PASS "powered off ${T_RUN}s after QEMU start"
+    crashes=''
+    ((${#DOMU_CRASHES[@]})) && crashes="; $(printf '%s; ' "${DOMU_CRASHES[@]}")"
+    harness_check completed PASS "powered off ${T_RUN}s after QEMU start${crashes%; }"
 fi
 
 timings="images ${T_IMAGES}s, payload ${T_PAYLOAD}s, QEMU to dom0 ready ${T_DOM0_READY:-?}s,"

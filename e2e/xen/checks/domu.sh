@@ -179,6 +179,19 @@ tp() {
     tail -n +"$((lines + 1))" "$TP_LOG"
 }
 
+# nice_lcore_workers PID: DPDK's forwarding lcores of PID (threads "rte-worker-N") at nice 19.
+# They spin on the domU's one vCPU; niced, they leave it to the check scripts and the kernel
+# whenever those have work (each process start here costs tens of milliseconds under TCG), and
+# still get all of it while the scripts wait. Prints the threads it reniced.
+nice_lcore_workers() {
+    local t n=0
+    for t in /proc/"$1"/task/*; do
+        [[ $(<"$t/comm") == rte-worker-* ]] || continue
+        renice -n 19 -p "${t##*/}" >/dev/null && n=$((n + 1))
+    done
+    echo "$n"
+}
+
 tp_start() {
     local eth0 start=$SECONDS
     eth0=$(xpv_vif_netdev 0) || { echo "no kernel netdev for vif 0"; return 1; }
@@ -198,7 +211,7 @@ tp_start() {
         fi
         sleep 1
     done
-    xpv_log "testpmd interactive after $((SECONDS - start))s"
+    xpv_log "testpmd interactive after $((SECONDS - start))s; lcore workers niced: $(nice_lcore_workers "$TP_PID")"
 }
 
 # The last "Forward statistics for port N" block's FIELD (TX-packets, RX-packets, RX-dropped...).

@@ -85,20 +85,41 @@ xpv_run_checks() {
 # xenstore
 # ---------------------------------------------------------------------------------------------
 
-# xpv_xs_watch PATH SECONDS: return once PATH or a node below it changes, or after SECONDS.
-# (A change between the caller's last read and the watch's registration is seen at the timeout.)
-xpv_xs_watch() {
-    timeout "$2" xenstore-watch -n 2 "$1" >/dev/null 2>&1
+# A watch that is armed before the value it waits for is read: xenstored fires every new watch
+# once, at once, and xenstore-watch prints each event as a line, so the first line read from it
+# says "armed"; a change after that (even one between a read and the wait) is a line too.
+# xpv_xs_watch_open PATH SECONDS: arm a watch on PATH (and the nodes below it) for at most
+# SECONDS; sets XPV_WATCH_FD and XPV_WATCH_PID. xpv_xs_watch_next WAIT: wait up to WAIT seconds
+# for the next change (also returns at WAIT, and after 1 s if the watch has ended, so a caller's
+# loop that re-reads on every return stays correct). xpv_xs_watch_close ends it.
+xpv_xs_watch_open() {
+    exec {XPV_WATCH_FD}< <(exec timeout "$2" xenstore-watch "$1" 2>/dev/null)
+    XPV_WATCH_PID=$!
+    read -r -t 5 -u "$XPV_WATCH_FD" _
+    return 0
+}
+xpv_xs_watch_next() {
+    read -r -t "$1" -u "$XPV_WATCH_FD" _ && return 0
+    (($? > 128)) || sleep 1  # > 128: the wait timed out; else the watch ended (EOF)
+    return 0
+}
+xpv_xs_watch_close() {
+    kill "$XPV_WATCH_PID" 2>/dev/null
+    exec {XPV_WATCH_FD}<&-
+    wait "$XPV_WATCH_PID" 2>/dev/null
     return 0
 }
 
 # xpv_xs_wait PATH VALUE TIMEOUT: wait until xenstore PATH reads VALUE; 1 on timeout.
 xpv_xs_wait() {
-    local path=$1 want=$2 timeout=$3 start=$SECONDS
+    local path=$1 want=$2 timeout=$3 end=$((SECONDS + $3)) rc=0
+    xpv_xs_watch_open "$path" "$((timeout + 5))"
     until [[ $(xenstore-read "$path" 2>/dev/null) == "$want" ]]; do
-        ((SECONDS - start >= timeout)) && return 1
-        xpv_xs_watch "$path" 3
+        ((SECONDS < end)) || { rc=1; break; }
+        xpv_xs_watch_next 2
     done
+    xpv_xs_watch_close
+    return $rc
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -110,16 +131,20 @@ xpv_dom0() {
     local seqfile=$XPV_RUN_DIR/rpc-seq seq resp start=$SECONDS
     seq=$(($(cat "$seqfile" 2>/dev/null || echo 0) + 1))
     echo "$seq" > "$seqfile"
-    xenstore-write data/xpv/req "$seq $*" || { echo "xenstore-write data/xpv/req failed"; return 125; }
+    # Armed before the request goes out: dom0's answer cannot slip past the wait.
+    xpv_xs_watch_open data/xpv/resp "$((XPV_RPC_TIMEOUT + 5))"
+    xenstore-write data/xpv/req "$seq $*" || { xpv_xs_watch_close; echo "xenstore-write data/xpv/req failed"; return 125; }
     while :; do
         resp=$(xenstore-read data/xpv/resp 2>/dev/null)
         [[ $resp == "$seq "* ]] && break
         if ((SECONDS - start >= XPV_RPC_TIMEOUT)); then
+            xpv_xs_watch_close
             echo "dom0 did not answer '$*' within ${XPV_RPC_TIMEOUT}s"
             return 124
         fi
-        xpv_xs_watch data/xpv/resp 3
+        xpv_xs_watch_next 2
     done
+    xpv_xs_watch_close
     xenstore-read data/xpv/out 2>/dev/null
     return "${resp#* }"
 }
@@ -224,6 +249,8 @@ xpv_domu_start() {
 # xpv_domu_serve NAME: answer the domU's xpv_dom0 requests until it is gone (or the time limit).
 xpv_domu_serve() {
     local name=$1 base=/local/domain/$XPV_DOMID/data/xpv last=0 req seq action fn out rc start=$SECONDS
+    # One watch on the request for the domU's whole life, armed before the first read.
+    xpv_xs_watch_open "$base/req" "$((XPV_DOMU_RUN_TIMEOUT + 60))"
     while :; do
         req=$(xenstore-read "$base/req" 2>/dev/null)
         seq=${req%% *}
@@ -248,13 +275,14 @@ xpv_domu_serve() {
             continue
         fi
         # Destroying a domain removes its xenstore directory.
-        xenstore-exists "/local/domain/$XPV_DOMID" 2>/dev/null || return 0
+        xenstore-exists "/local/domain/$XPV_DOMID" 2>/dev/null || { xpv_xs_watch_close; return 0; }
         if ((SECONDS - start > XPV_DOMU_RUN_TIMEOUT)); then
             echo "XPV: domU $name still running after ${XPV_DOMU_RUN_TIMEOUT}s: destroying it"
             xl destroy "$name"
+            xpv_xs_watch_close
             return 1
         fi
-        xpv_xs_watch "$base" 5
+        xpv_xs_watch_next 5  # also the pace at which a destroyed domain is noticed
     done
 }
 
@@ -268,6 +296,7 @@ xpv_domu_stop_console() {
 
 # xpv_domu_run NAME: the whole life of one domU: create it, wait until its init is ready
 # (CHECK NAME-boot), serve its requests while domu.sh runs, wait until it powered off.
+# Returns 3 when Xen logged a crash of the domain (XPV_DOMU_CRASH: Xen's line).
 xpv_domu_run() {
     local name=$1 t0=$SECONDS rc=0
     if ! xpv_domu_start "$name"; then
@@ -284,5 +313,8 @@ xpv_domu_run() {
     fi
     xpv_domu_stop_console
     xpv_log "domU $name finished after $((SECONDS - t0))s"
+    # What Xen says about a guest that died (a PVH or HVM vCPU's triple fault, a PV crash).
+    XPV_DOMU_CRASH=$(xl dmesg 2>/dev/null | grep -E "d${XPV_DOMID}v[0-9]+ Triple fault|Domain ${XPV_DOMID} \(vcpu#[0-9]+\) crashed" | head -n 1 | tr -s ' ')
+    [[ -n $XPV_DOMU_CRASH ]] && { echo "XPV: domU $name crashed: $XPV_DOMU_CRASH"; rc=3; }
     return $rc
 }
