@@ -30,6 +30,10 @@ if [[ -n ${XPV_E2E_GUEST_TYPES:-} ]]; then
     { echo "CHECK e2e-payload FAIL XPV_E2E_GUEST_TYPES='$XPV_E2E_GUEST_TYPES': want words of pv, pvh, hvm"; exit 1; }
   sed -i "s/^XPV_E2E_GUEST_TYPES=.*/XPV_E2E_GUEST_TYPES=\"$XPV_E2E_GUEST_TYPES\"/" "$PAYLOAD/checks/dom0.sh"
 fi
+# l3fwd-power's interrupt check in the PVH/HVM domUs too (opt-in: see domu.sh).
+if [[ ${XPV_E2E_NONPV_L3FWD:-0} == 1 ]]; then
+  sed -i 's/^    XPV_E2E_NONPV_L3FWD=0$/    XPV_E2E_NONPV_L3FWD=1/' "$PAYLOAD/checks/domu.sh"
+fi
 chmod -R a+rX,go-w "$PAYLOAD"
 LOG=$BUILD/e2e-xen/e2e.log
 mkdir -p "$(dirname "$LOG")"

@@ -294,20 +294,35 @@ xpv_domu_stop_console() {
     XPV_CONSOLE_PID=
 }
 
-# xpv_domu_run NAME: the whole life of one domU: create it, wait until its init is ready
+# xpv_domu_wait_ready: wait until the domU's init says ready; prints ready, gone (the domain
+# went away first: a crash, a reboot) or timeout (after XPV_DOMU_BOOT_TIMEOUT seconds).
+xpv_domu_wait_ready() {
+    local dom=/local/domain/$XPV_DOMID end=$((SECONDS + XPV_DOMU_BOOT_TIMEOUT)) result=timeout
+    xpv_xs_watch_open "$dom" "$((XPV_DOMU_BOOT_TIMEOUT + 5))"
+    while ((SECONDS < end)); do
+        [[ $(xenstore-read "$dom/data/xpv/state" 2>/dev/null) == ready ]] && { result=ready; break; }
+        xenstore-exists "$dom" 2>/dev/null || { result=gone; break; }
+        xpv_xs_watch_next 5
+    done
+    xpv_xs_watch_close
+    echo "$result"
+}
+
+# xpv_domu_run NAME [again]: the whole life of one domU: create it, wait until its init is ready
 # (CHECK NAME-boot), serve its requests while domu.sh runs, wait until it powered off.
-# Returns 3 when Xen logged a crash of the domain (XPV_DOMU_CRASH: Xen's line).
+# Returns 3 when Xen logged a crash of the domain (XPV_DOMU_CRASH: Xen's line); with "again"
+# (the caller will boot it once more) a crash before ready is not yet a failed boot check.
 xpv_domu_run() {
-    local name=$1 t0=$SECONDS rc=0
+    local name=$1 again=${2:-} t0=$SECONDS rc=0 boot
     if ! xpv_domu_start "$name"; then
         xpv_check "$name-boot" FAIL "$XPV_DOMU_ERROR"
         return 1
     fi
-    if xpv_xs_wait "/local/domain/$XPV_DOMID/data/xpv/state" ready "$XPV_DOMU_BOOT_TIMEOUT"; then
+    boot=$(xpv_domu_wait_ready)
+    if [[ $boot == ready ]]; then
         xpv_check "$name-boot" PASS "domid $XPV_DOMID ready $((SECONDS - t0))s after xl create"
         xpv_domu_serve "$name" || rc=1
     else
-        xpv_check "$name-boot" FAIL "not ready ${XPV_DOMU_BOOT_TIMEOUT}s after xl create"
         xl destroy "$name" 2>/dev/null
         rc=1
     fi
@@ -316,5 +331,11 @@ xpv_domu_run() {
     # What Xen says about a guest that died (a PVH or HVM vCPU's triple fault, a PV crash).
     XPV_DOMU_CRASH=$(xl dmesg 2>/dev/null | grep -E "d${XPV_DOMID}v[0-9]+ Triple fault|Domain ${XPV_DOMID} \(vcpu#[0-9]+\) crashed" | head -n 1 | tr -s ' ')
     [[ -n $XPV_DOMU_CRASH ]] && { echo "XPV: domU $name crashed: $XPV_DOMU_CRASH"; rc=3; }
+    case $boot in
+        ready) ;;
+        gone) [[ $rc == 3 && $again == again ]] ||
+            xpv_check "$name-boot" FAIL "the domain went away $((SECONDS - t0))s after xl create, before it was ready${XPV_DOMU_CRASH:+ (Xen: $XPV_DOMU_CRASH)}" ;;
+        *) xpv_check "$name-boot" FAIL "not ready ${XPV_DOMU_BOOT_TIMEOUT}s after xl create" ;;
+    esac
     return $rc
 }
