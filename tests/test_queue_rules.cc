@@ -384,5 +384,114 @@ TEST_F(HostileBackend, EveryRxInterruptCycleWakesOnItsEvent) {
   }
 }
 
+// RING_PUSH_RESPONSES_AND_CHECK_NOTIFY: a backend that publishes TX responses
+// past rsp_event notifies right after. An application that goes to sleep in
+// between (arm() before the event is delivered) must leave those responses to
+// the event's handler: reaped by arm(), they left the event nothing to do, a
+// spurious event each time (44 of 50,000 events against Linux netback, over
+// the 0.05% the seeds allow).
+TEST_F(HostileBackend, ArmLeavesNotifiedTxResponsesToTheirEvent) {
+  open(/*split=*/true, QueueMode::kEvent);
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ASSERT_EQ(::epoll_ctl(ep.get(), EPOLL_CTL_ADD, q->event_fd(), &ev), 0);
+  ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx)) << "nothing received: the queue may sleep";
+  uint32_t prod = 0;
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    ASSERT_EQ(send(4), 4);
+    for (uint32_t i = 0; i < 4; ++i)
+      answer_tx(prod + i, netif::kRspOkay);
+    const uint32_t old = prod;
+    prod += 4;
+    publish_tx(prod);
+    const uint32_t event = txh()->rsp_event;
+    ASSERT_LT(prod - event, prod - old) << "the push passed rsp_event: the backend notifies";
+    EXPECT_TRUE(q->arm(Queue::ArmFor::kRxAndTx)) << "nothing received: the queue may sleep";
+    ASSERT_TRUE(backend_evt->notify(tx_port));
+    ASSERT_EQ(wait_edge(ep.get(), 2000), 1) << "the sleeper did not wake on the event";
+    EXPECT_TRUE(q->api().poll()) << "the event's handler found no work";
+    ASSERT_FALSE(q->broken()) << q->broken_reason();
+    EXPECT_EQ(q->ring_state().tx_in_flight + q->ring_state().tx_answered, 0u);
+    ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));
+  }
+  const QueueCounters k = q->counters();
+  EXPECT_EQ(k.events, 20u);
+  EXPECT_EQ(k.spurious_events, 0u);
+  EXPECT_EQ(k.tx_reaped_in_xmit, 0u);
+  expect_accounted();
+}
+
+// The race RING_FINAL_CHECK_FOR_RESPONSES leaves: the backend publishes while
+// the handler re-arms, past the new rsp_event, and notifies. Consumed by that
+// handler run, those responses left the event nothing to do (a spurious event
+// every time). While more requests are outstanding they are left to the event:
+// the handler moves rsp_event past them, so that the event comes whether or
+// not this push saw the re-arm.
+TEST_F(HostileBackend, TxResponsesRacingTheReArmAreLeftToTheirEvent) {
+  open(/*split=*/true, QueueMode::kEvent);
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ASSERT_EQ(::epoll_ctl(ep.get(), EPOLL_CTL_ADD, q->event_fd(), &ev), 0);
+  struct Race {
+    HostileBackend* t;
+    uint32_t prod = 0;
+    uint32_t answer = 0;  // responses the backend publishes in the race, then 0
+  } race{this};
+  auto answer = [&](uint32_t n) {
+    const uint32_t old = race.prod;
+    for (uint32_t i = 0; i < n; ++i)
+      answer_tx(race.prod + i, netif::kRspOkay);
+    race.prod += n;
+    publish_tx(race.prod);
+    const uint32_t event = txh()->rsp_event;  // RING_PUSH_RESPONSES_AND_CHECK_NOTIFY
+    if (race.prod - event < race.prod - old) {
+      ASSERT_TRUE(backend_evt->notify(tx_port));
+    }
+  };
+  q->set_tx_rearm_hook(
+      [](void* ctx) {
+        auto* r = static_cast<Race*>(ctx);
+        if (r->answer == 0) return;
+        const uint32_t old = r->prod;
+        for (uint32_t i = 0; i < r->answer; ++i)
+          r->t->answer_tx(r->prod + i, netif::kRspOkay);
+        r->prod += r->answer;
+        r->answer = 0;
+        r->t->publish_tx(r->prod);
+        const uint32_t event = r->t->txh()->rsp_event;
+        if (r->prod - event < r->prod - old) (void)r->t->backend_evt->notify(r->t->tx_port);
+      },
+      &race);
+  ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));
+  uint64_t events = 0;
+  auto take_event = [&] {
+    ASSERT_EQ(wait_edge(ep.get(), 2000), 1) << "the sleeper did not wake on the event";
+    q->api().poll();
+    ASSERT_FALSE(q->broken()) << q->broken_reason();
+    ++events;
+  };
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    ASSERT_EQ(send(8), 8);
+    answer(2);
+    race.answer = 3;  // published while the handler re-arms after taking these 2
+    take_event();
+    EXPECT_EQ(race.answer, 0u) << "the handler re-armed";
+    take_event();  // the racing push's event: its 3 responses are still there
+    answer(3);
+    take_event();
+    EXPECT_EQ(q->ring_state().tx_in_flight + q->ring_state().tx_answered, 0u);
+    ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));
+  }
+  const QueueCounters k = q->counters();
+  EXPECT_EQ(k.events, events);
+  EXPECT_EQ(k.spurious_events, 0u);
+  expect_accounted();
+  q->set_tx_rearm_hook(nullptr, nullptr);
+}
+
 }  // namespace
 }  // namespace xpv

@@ -312,6 +312,22 @@ void QueueImpl::rearm_tx() {
   ring::full_fence();
 }
 
+// Event mode, TX: `waiting` responses are published and not consumed, and an
+// event may be on its way for them (consumed now, they would leave it nothing
+// to do: a spurious event). While more requests are outstanding the backend
+// publishes again: rsp_event moves past what is waiting, so that its next push
+// notifies, and the waiting responses are left to whichever event comes.
+// false (consume them now) when nothing else is outstanding, or when the
+// backend published again before it could see the new rsp_event.
+bool QueueImpl::leave_tx_for_next_push(uint32_t waiting) {
+  Conn& c = *conn_;
+  if (c.tx_in_flight <= waiting) return false;
+  c.tx.set_response_event(waiting + 1);
+  ring::full_fence();  // xen_mb: rsp_event before re-reading rsp_prod
+  const ring::Available again = c.tx.available_responses();
+  return !again.overflow && again.count == waiting;
+}
+
 // The event handler: consumes every response of both rings.
 bool QueueImpl::handle_responses() {
   bool tx = handle_tx_responses();
@@ -341,8 +357,15 @@ bool QueueImpl::poll() {
 //  1. events that fired while we polled are taken (handler, late EOI), so
 //     the port is unmasked and the next event gives the sleeper a new edge
 //     (DPDK's EAL watches the fd edge-triggered);
-//  2. the TX responses waiting are reaped here, by the handler: completions
-//     of what was sent before are no reason to stay awake;
+//  2. kRx (DPDK's rx interrupts): the TX responses waiting are reaped here,
+//     by the handler, and TX notifications stay off: completions of what was
+//     sent before never wake an idle queue. kRxAndTx: reaped here only when
+//     no event can come for them. Those that reached rsp_event were notified
+//     (the backend saw rsp_event before that push), and while more requests
+//     are outstanding the next push can be made to notify
+//     (leave_tx_for_next_push): reaped here, they would leave that event
+//     nothing to do (a spurious event, the seeds' finding); they wake the
+//     sleeper and its handler reaps them;
 //  3. notifications are re-armed (RING_FINAL_CHECK_FOR_RESPONSES on RX; on
 //     TX only for kRxAndTx), and a response that raced with the re-arm is
 //     seen by the final check.
@@ -356,7 +379,12 @@ bool QueueImpl::arm(Queue::ArmFor what) {
   if (!broken_.load(std::memory_order_relaxed)) {
     eventfd_drain(kick_.get());
     process_events();
-    {
+    bool reap = true;
+    const ring::Available waiting = c.tx.available_responses();
+    if (what == Queue::ArmFor::kRxAndTx && waiting.count && !waiting.overflow) {
+      reap = !c.tx.response_event_reached() && !leave_tx_for_next_push(waiting.count);
+    }
+    if (reap) {
       ScopedFlag h(in_handler_);
       handle_tx_responses();  // in event mode it re-arms TX as it finishes
     }

@@ -130,6 +130,12 @@ class QueueImpl {
   // For tests and the fuzz target: the live connection's shared ring pages.
   netif::TxFrontRing* tx_ring();
   netif::RxFrontRing* rx_ring();
+  // For tests: runs between the TX re-arm (rsp_event stored, fenced) and the
+  // re-read of the producer, where a backend's push races with the re-arm.
+  void set_tx_rearm_hook(void (*fn)(void* ctx), void* ctx) {
+    tx_rearm_hook_ = fn;
+    tx_rearm_hook_ctx_ = ctx;
+  }
 
  private:
   struct Conn;
@@ -198,6 +204,7 @@ class QueueImpl {
   bool rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot);
   void refill_rx(bool force);
   void rearm_tx();
+  bool leave_tx_for_next_push(uint32_t waiting);
   void sync_events();
   uint32_t process_events();
   void disarm();
@@ -224,6 +231,8 @@ class QueueImpl {
   bool in_xmit_ = false;              // inside transmit()
   bool in_handler_ = false;           // inside an event handler run by process_events()
   bool reap_tx_in_transmit_ = false;  // the experiment: the pre-fix Linux rule
+  void (*tx_rearm_hook_)(void*) = nullptr;
+  void* tx_rearm_hook_ctx_ = nullptr;
 
   const uint32_t index_;
   Queue api_;

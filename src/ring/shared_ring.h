@@ -217,6 +217,17 @@ class FrontRing {
   // Ask for no notification until `ahead` more responses are published
   // (netfront's rsp_event = cons + n batching, used by poll mode to disarm).
   void set_response_event(uint32_t ahead) { store_relaxed(hdr_->rsp_event, rsp_cons_ + ahead); }
+  // Whether the responses published so far reach our rsp_event: the
+  // backend's push that passed it notified (RING_PUSH_RESPONSES_AND_CHECK_NOTIFY
+  // notifies when rsp_event lies in (old rsp_prod, new rsp_prod]), so an
+  // event for these responses is delivered or on its way. Only a consumer
+  // that has not moved rsp_event since may ask.
+  bool response_event_reached() const {
+    const uint32_t prod = load_acquire(hdr_->rsp_prod);
+    const uint32_t event = load_relaxed(hdr_->rsp_event);  // our own store
+    // event - 1 lies in [cons, prod): within the responses not consumed yet.
+    return static_cast<uint32_t>(event - 1 - rsp_cons_) < static_cast<uint32_t>(prod - rsp_cons_);
+  }
 
  private:
   SharedRingHeader* hdr_ = nullptr;
