@@ -43,6 +43,7 @@ struct Options {
   uint32_t queues = 1;
   std::string role = "gen";
   uint64_t count = 100000;
+  bool count_given = false;
   double seconds = 0;
   uint32_t size_min = 60;
   uint32_t size_max = 60;
@@ -61,6 +62,7 @@ struct Options {
   bool quiet = false;
   bool reap_tx_in_transmit = false;  // DeviceConfig::experiment_reap_tx_in_transmit
   bool expect_loss = false;          // gen: a sequence gap is loss, not disorder
+  uint64_t events = 0;               // tx: stop once the queues took this many events
 };
 
 void usage(FILE* f) {
@@ -81,6 +83,8 @@ void usage(FILE* f) {
       "  --count N                gen/ping/tx: frames to send (0 = until --seconds; default\n"
       "                             100000)\n"
       "  --seconds S              stop after S seconds\n"
+      "  --events N               tx: stop once the queues took N events from their event\n"
+      "                             channels (event mode; no frame limit unless --count)\n"
       "  --size N | MIN-MAX       frame size(s) in bytes, 60..65535 (default 60)\n"
       "  --window N               gen: frames in flight per queue (default 256); tx: TX\n"
       "                             requests not yet reaped (default: as many as fit)\n"
@@ -145,6 +149,7 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"gap-ms", required_argument, nullptr, 'G'},
                                  {"experiment-reap-tx-in-transmit", no_argument, nullptr, 'X'},
                                  {"expect-loss", no_argument, nullptr, 'L'},
+                                 {"events", required_argument, nullptr, 'E'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -173,6 +178,7 @@ int parse_args(int argc, char** argv, Options* o) {
         break;
       case 'c':
         if (!parse_u64(optarg, &o->count)) return bad_arg("--count", optarg, "expected a number");
+        o->count_given = true;
         break;
       case 's': {
         char* end = nullptr;
@@ -259,6 +265,11 @@ int parse_args(int argc, char** argv, Options* o) {
       case 'L':
         o->expect_loss = true;
         break;
+      case 'E':
+        if (!parse_u64(optarg, &v) || v == 0)
+          return bad_arg("--events", optarg, "expected 1 or more");
+        o->events = v;
+        break;
       case 'h':
         usage(stdout);
         std::exit(0);
@@ -268,9 +279,15 @@ int parse_args(int argc, char** argv, Options* o) {
     }
   }
   if (optind < argc) return bad_arg("argument", argv[optind], "unexpected");
+  if (o->events && (o->role != "tx" || o->mode != xpv::QueueMode::kEvent)) {
+    std::fprintf(stderr, "xpv-pktgen: --events needs --role tx --mode event\n");
+    return 2;
+  }
+  if (o->events && !o->count_given) o->count = 0;  // --events alone: no frame limit
   if ((o->role == "gen" || o->role == "ping" || o->role == "tx") && o->count == 0 &&
-      o->seconds == 0) {
-    std::fprintf(stderr, "xpv-pktgen: --role %s needs --count or --seconds\n", o->role.c_str());
+      o->seconds == 0 && o->events == 0) {
+    std::fprintf(stderr, "xpv-pktgen: --role %s needs --count, --seconds or --events\n",
+                 o->role.c_str());
     return 2;
   }
   if (o->rounds > 1 && (o->role != "gen" || o->count == 0 || o->seconds > 0)) {
@@ -555,6 +572,12 @@ int main(int argc, char** argv) {
     auto done = [&]() {
       if (g_stop) return true;
       if (o.seconds > 0 && now_s() - t0 >= o.seconds) return true;
+      if (tx_only && o.events) {
+        uint64_t events = 0;
+        for (uint32_t qi = 0; qi < o.queues; ++qi)
+          events += d.queue(qi).counters().events;
+        if (events >= o.events) return true;
+      }
       if (tx_only && o.count) return sum(&QueueStats::sent) >= o.count;
       return gen && o.count && round == o.rounds;
     };
@@ -578,7 +601,13 @@ int main(int argc, char** argv) {
         } else if (tx_only) {
           room = kBurst;
           if (o.window_given) {
-            const xpv::Queue::RingState rs = q.ring_state();
+            xpv::Queue::RingState rs = q.ring_state();
+            // Poll mode: the poll loop runs the response handler (in event
+            // mode an event runs it, and the loop sleeps until one fires).
+            if (o.mode == xpv::QueueMode::kPoll && rs.tx_answered) {
+              q.poll();
+              rs = q.ring_state();
+            }
             const uint32_t held = rs.tx_in_flight + rs.tx_answered;
             room = held < o.window ? o.window - held : 0;
           }
