@@ -15,7 +15,9 @@
 # 2 when the run could not be set up (missing prerequisite, image build failure, bad option).
 #
 # Environment: XPV_E2E_CACHE (image cache, default /var/cache/xpv/e2e-xen),
-#              XPV_E2E_WORKDIR (parent of the per-run work dir, default /var/tmp).
+#              XPV_E2E_WORKDIR (parent of the per-run work dir, default /var/tmp),
+#              XPV_E2E_XEN_ARGS_EXTRA (more Xen command-line options),
+#              XPV_E2E_TCG_THREAD (QEMU's TCG threading: multi, the default, or single).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,6 +38,7 @@ HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs cpio gzip kmod u
 QEMU_CPU=qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16,+svm,+npt  # reliable (README); SVM+NPT for PVH and HVM domUs
 QEMU_MEM_MB=2048
 XEN_ARGS="console=com1 com1=115200,8n1 dom0_mem=512M,max:512M loglvl=all guest_loglvl=all"
+XEN_ARGS+=${XPV_E2E_XEN_ARGS_EXTRA:+ $XPV_E2E_XEN_ARGS_EXTRA}  # e.g. "asid=0" (scripts/e2e-xen-stress.sh)
 DOM0_ARGS="root=/dev/vda rw console=hvc0 earlyprintk=xen net.ifnames=0 panic=10 log_buf_len=1M"
 DOM0_ARGS+=" init=/usr/sbin/xpv-dom0-init xpv.domu_root=/dev/vdb xpv.payload=/dev/vdc"
 
@@ -404,7 +407,7 @@ qemu-img create -q -f qcow2 -b "$IMG/root.img" -F raw "$WORK/domu.qcow2"
 T_QEMU=$SECONDS
 setsid qemu-system-x86_64 \
     -name xpv-e2e-xen -nodefaults -no-user-config -display none -monitor none -no-reboot \
-    -accel tcg,thread=multi,tb-size=256 -cpu "$QEMU_CPU" -smp 2 -m "$QEMU_MEM_MB" \
+    -accel "tcg,thread=${XPV_E2E_TCG_THREAD:-multi},tb-size=256" -cpu "$QEMU_CPU" -smp 2 -m "$QEMU_MEM_MB" \
     -chardev "file,id=serial0,path=${SERIAL//,/,,}" -serial chardev:serial0 \
     -drive "file=$WORK/dom0.qcow2,if=virtio,format=qcow2,cache=unsafe" \
     -drive "file=$WORK/domu.qcow2,if=virtio,format=qcow2,cache=unsafe" \

@@ -81,8 +81,18 @@ dump_klog() {
     echo "XPV-KLOG $1 END count=$n"
 }
 
+# A PVH guest has no device model: its ACPI power-off reaches nobody (the kernel prints "reboot:
+# Power down" and carries on). Its restart is Xen's hypercall (SCHEDOP_shutdown, reason reboot),
+# which the domUs' xl config turns into destroy (on_reboot = "destroy"). Other guests power off
+# and, should that not end them either, restart.
 power_off() {
+    local type=''
     sync
-    echo o > /proc/sysrq-trigger
+    read -r type < /sys/hypervisor/guest_type 2>/dev/null
+    if [[ $type != PVH ]]; then
+        echo o > /proc/sysrq-trigger
+        sleep 10
+    fi
+    echo b > /proc/sysrq-trigger
     sleep 60
 }
