@@ -113,7 +113,8 @@ class Bench {
     wake_ = std::move(*wake);
     q_ = std::make_unique<QueueImpl>(0);
     if (q_->init().failed()) die("queue init failed");
-    if (q_->setup(*domu_, *sharer_, kDom0, /*split=*/true, /*sg=*/true, wake_.get()).failed())
+    if (q_->setup(*domu_, *sharer_, kDom0, QueueFeatures{.split = true, .sg = true}, wake_.get())
+            .failed())
       die("queue setup failed");
     q_->set_mode(QueueMode::kPoll);
     backend_.attach(*q_);

@@ -108,7 +108,11 @@ TEST_F(NetfrontFixture, HandshakeReadsFeaturesAndConnects) {
   EXPECT_TRUE(xs0->read(kXsNoTransaction, fe + "/queue-1/event-channel-rx"));
   EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/request-rx-copy"), "1");
   EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/feature-rx-notify"), "1");
-  EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/feature-no-csum-offload"), "1");
+  // Checksum offload on receive by default; GSO packets only when asked for.
+  EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/feature-no-csum-offload"), "0");
+  EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/feature-ipv6-csum-offload"), "1");
+  EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/feature-gso-tcpv4"), "0");
+  EXPECT_EQ(*xs0->read(kXsNoTransaction, fe + "/feature-gso-tcpv6"), "0");
   EXPECT_EQ(*xs0->read(kXsNoTransaction, info.backend_path + "/state"), "4");
   d.close();
   EXPECT_EQ(d.link(), LinkState::kDown);

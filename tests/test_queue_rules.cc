@@ -47,10 +47,21 @@ struct HostileBackend : ::testing::Test {
     q.reset();
     set_log_sink(nullptr);
   }
+  // The features the queue is set up with (TX TSO and RX GSO for both TCP
+  // types unless a test says otherwise).
+  QueueFeatures negotiated{.split = false,
+                           .sg = true,
+                           .tx_gso_types = (1u << kGsoTcpV4) | (1u << kGsoTcpV6),
+                           .rx_gso_types = 0};
+  QueueFeatures features(bool split) {
+    QueueFeatures f = negotiated;
+    f.split = split;
+    return f;
+  }
   void open(bool split, QueueMode mode = QueueMode::kPoll) {
     q = std::make_unique<QueueImpl>(0);
     ASSERT_TRUE(q->init());
-    ASSERT_TRUE(q->setup(*domu, *sharer, kDom0, split, /*sg=*/true, wake.get()));
+    ASSERT_TRUE(q->setup(*domu, *sharer, kDom0, features(split), wake.get()));
     const QueueKeys k = q->keys();
     auto t = backend_evt->bind_interdomain(domu->self_domid(), k.tx_port);
     ASSERT_TRUE(t);
@@ -491,6 +502,212 @@ TEST_F(HostileBackend, TxResponsesRacingTheReArmAreLeftToTheirEvent) {
   EXPECT_EQ(k.spurious_events, 0u);
   expect_accounted();
   q->set_tx_rearm_hook(nullptr, nullptr);
+}
+
+// ---------------------------------------------------------------------------
+// Offloads on the wire (netif.h): TX checksum flags, TSO's GSO extra and
+// the NETIF_RSP_NULL that answers it, RX GSO extras.
+
+// Sends one packet of `len` bytes with the given offloads; returns how many
+// packets transmit() took.
+uint16_t send_one(QueueImpl& q, uint32_t len, bool csum, uint8_t gso_type = kGsoNone,
+                  uint16_t gso_size = 0) {
+  static std::vector<uint8_t> buf(65535, 0x5a);
+  TxSegment seg{buf.data(), len};
+  TxPacket p{&seg, 1, csum, gso_type, gso_size};
+  return q.api().transmit(std::span<const TxPacket>(&p, 1));
+}
+
+// NETTXF_csum_blank | NETTXF_data_validated for a partial checksum, on the
+// fast path (one segment, one page) and the general one (several slots);
+// neither without.
+TEST_F(HostileBackend, TxPartialChecksumSetsBothFlags) {
+  open(/*split=*/true);
+  uint32_t idx = 0;
+  for (uint32_t len : {60u, 9000u}) {
+    for (bool csum : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << len << (csum ? " partial" : " full"));
+      ASSERT_EQ(send_one(*q, len, csum), 1);
+      const uint16_t flags = txe()[idx & 255].req.flags;
+      EXPECT_EQ(flags & (netif::kTxCsumBlank | netif::kTxDataValidated),
+                csum ? netif::kTxCsumBlank | netif::kTxDataValidated : 0);
+      EXPECT_FALSE(flags & netif::kTxExtraInfo);
+      idx += (len + 4095) / 4096;
+    }
+  }
+}
+
+// TSO: one packet of up to 64 KiB, NETTXF_extra_info (and a partial
+// checksum) on its first slot, the GSO extra (type, MSS) in the next ring
+// slot, then the rest of the data; the backend answers the packet's first
+// slot and then the extra with NETIF_RSP_NULL, in either case the slots come
+// back and nothing is counted wrong.
+TEST_F(HostileBackend, TsoGoesOutWithAGsoExtraAndItsNullIsAccounted) {
+  open(/*split=*/true);
+  uint32_t prod = 0;
+  for (uint8_t type : {kGsoTcpV4, kGsoTcpV6}) {
+    SCOPED_TRACE(type == kGsoTcpV4 ? "TCPv4" : "TCPv6");
+    const uint32_t len = 65535;
+    ASSERT_EQ(send_one(*q, len, true, type, 1448), 1);
+    const uint32_t data_slots = (len + 4095) / 4096;  // 16
+    ASSERT_EQ(q->tx_ring()->req_prod_pvt() - prod, data_slots + 1);
+    const netif::TxRequest first = txe()[prod & 255].req;
+    EXPECT_EQ(first.size, len);
+    EXPECT_EQ(first.flags, netif::kTxCsumBlank | netif::kTxDataValidated | netif::kTxExtraInfo |
+                               netif::kTxMoreData);
+    netif::ExtraInfo e;
+    std::memcpy(&e, &txe()[(prod + 1) & 255].req, sizeof e);
+    EXPECT_EQ(e.type, netif::kExtraTypeGso);
+    EXPECT_EQ(e.flags, 0);
+    EXPECT_EQ(e.u.gso.type, type);
+    EXPECT_EQ(e.u.gso.size, 1448);
+    uint32_t more = 0;
+    for (uint32_t i = 2; i < data_slots + 1; ++i)
+      more += !!(txe()[(prod + i) & 255].req.flags & netif::kTxMoreData);
+    EXPECT_EQ(more, data_slots - 2) << "more_data on every data slot but the last";
+    // Answered in ring order: the packet's first slot, NULL for the extra,
+    // then the others (the NULL's id is whatever the slot held).
+    answer_tx(prod, netif::kRspOkay);
+    netif::TxResponse null{};
+    null.id = 0xdead;
+    null.status = netif::kRspNull;
+    std::memcpy(&txe()[(prod + 1) & 255].rsp, &null, sizeof null);
+    for (uint32_t i = 2; i < data_slots + 1; ++i)
+      answer_tx(prod + i, netif::kRspOkay);
+    prod += data_slots + 1;
+    publish_tx(prod);
+    q->api().poll();
+    ASSERT_FALSE(q->broken()) << q->broken_reason();
+    EXPECT_EQ(q->accounting().tx_requests_unanswered, 0u);
+    expect_accounted();
+  }
+  EXPECT_EQ(q->counters().tx_packets, 2u);
+  EXPECT_EQ(q->counters().tx_errors + q->counters().tx_dropped, 0u);
+}
+
+// What the backend did not offer, or what is not a TSO request, is refused
+// (counted in tx_dropped, taken so that it is not retried): no GSO type the
+// backend offered, an MSS of 0, no partial checksum.
+TEST_F(HostileBackend, TsoIsRefusedWhereItCannotBeHonoured) {
+  negotiated.tx_gso_types = 1u << kGsoTcpV4;
+  open(/*split=*/true);
+  EXPECT_EQ(send_one(*q, 9000, true, kGsoTcpV6, 1448), 1);
+  EXPECT_EQ(send_one(*q, 9000, true, kGsoTcpV4, 0), 1);
+  EXPECT_EQ(send_one(*q, 9000, false, kGsoTcpV4, 1448), 1);
+  EXPECT_EQ(send_one(*q, 9000, true, 7, 1448), 1);
+  EXPECT_EQ(q->tx_ring()->req_prod_pvt(), 0u) << "nothing went out";
+  EXPECT_EQ(q->counters().tx_dropped, 4u);
+  EXPECT_EQ(send_one(*q, 9000, true, kGsoTcpV4, 1448), 1);
+  EXPECT_EQ(q->tx_ring()->req_prod_pvt(), 4u);
+}
+
+// The NULL responses are positional: a NULL where no extra was answered,
+// or another status where the extra's NULL is due, is a violation.
+TEST_F(HostileBackend, MisplacedNullTxResponsesAreViolations) {
+  for (bool null_missing : {false, true}) {
+    SCOPED_TRACE(null_missing ? "NULL missing" : "NULL out of place");
+    open(/*split=*/true);
+    ASSERT_EQ(send_one(*q, 3000, true, kGsoTcpV4, 1448), 1);  // one data slot and the extra
+    ASSERT_EQ(send_one(*q, 60, false), 1);
+    answer_tx(0, netif::kRspOkay);
+    if (null_missing) {
+      answer_tx(2, netif::kRspOkay);  // the 60-byte packet's answer where the NULL is due
+    } else {
+      netif::TxResponse null{};
+      null.status = netif::kRspNull;
+      std::memcpy(&txe()[1].rsp, &null, sizeof null);
+      std::memcpy(&txe()[2].rsp, &null, sizeof null);  // a second NULL: nothing due
+    }
+    publish_tx(null_missing ? 2 : 3);
+    q->api().poll();
+    EXPECT_TRUE(q->broken());
+    EXPECT_NE(q->broken_reason().find("NETIF_RSP_NULL"), std::string::npos) << q->broken_reason();
+    EXPECT_EQ(q->counters().backend_errors, 1u);
+    q->stop();
+    q.reset();
+  }
+}
+
+// RX GSO (we wrote feature-gso-tcpv4/-v6): the GSO extra after the first
+// data slot gives the packet its type and MSS; the data continues after it.
+TEST_F(HostileBackend, RxGsoExtraGivesThePacketItsTypeAndMss) {
+  negotiated.rx_gso_types = (1u << kGsoTcpV4) | (1u << kGsoTcpV6);
+  open(/*split=*/true);
+  // Slot 0: 4096 bytes, more_data | extra_info | csum_blank | data_validated;
+  // slot 1: the GSO extra; slot 2: 1000 bytes.
+  answer_rx(
+      0, 4096,
+      netif::kRxMoreData | netif::kRxExtraInfo | netif::kRxCsumBlank | netif::kRxDataValidated);
+  netif::ExtraInfo e{};
+  e.type = netif::kExtraTypeGso;
+  e.u.gso.type = kGsoTcpV6;
+  e.u.gso.size = 1440;
+  std::memcpy(&rxe()[1].rsp, &e, sizeof e);
+  answer_rx(2, 1000, 0);
+  publish_rx(3);
+  uint32_t got = 0;
+  q->api().receive(32, [&](const RxPacket& p) {
+    ++got;
+    EXPECT_EQ(p.len, 5096u);
+    EXPECT_EQ(p.nfrags, 2);
+    EXPECT_EQ(p.gso_type, kGsoTcpV6);
+    EXPECT_EQ(p.gso_size, 1440);
+    EXPECT_EQ(p.flags & (kRxCsumBlank | kRxDataValidated), kRxCsumBlank | kRxDataValidated);
+    return true;
+  });
+  EXPECT_EQ(got, 1u);
+  ASSERT_FALSE(q->broken()) << q->broken_reason();
+  expect_accounted();
+}
+
+// A hostile backend's GSO extras: a type we did not advertise, a size of
+// 0, the same type twice in one packet, NETRXF_extra_info on a later slot,
+// or extras at all when we advertised no GSO. Each disconnects, counted.
+TEST_F(HostileBackend, RxGsoExtraViolations) {
+  struct Case {
+    const char* name;
+    uint8_t advertised;  // rx_gso_types
+    uint8_t gso_type;
+    uint16_t size;
+    bool twice;
+    bool on_later_slot;
+    const char* reason;
+  } cases[] = {
+      {"type not advertised", 1u << kGsoTcpV4, kGsoTcpV6, 1448, false, false, "did not advertise"},
+      {"size 0", 1u << kGsoTcpV4, kGsoTcpV4, 0, false, false, "GSO size of 0"},
+      {"twice", 1u << kGsoTcpV4, kGsoTcpV4, 1448, true, false, "repeats type"},
+      {"later slot", 1u << kGsoTcpV4, kGsoTcpV4, 1448, false, true, "not a packet's first slot"},
+      {"no GSO advertised", 0, kGsoTcpV4, 1448, false, false, "no extra-info type"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    negotiated.rx_gso_types = c.advertised;
+    open(/*split=*/true);
+    netif::ExtraInfo e{};
+    e.type = netif::kExtraTypeGso;
+    e.u.gso.type = c.gso_type;
+    e.u.gso.size = c.size;
+    uint32_t i = 0;
+    if (c.on_later_slot) {
+      answer_rx(i++, 100, netif::kRxMoreData);
+      answer_rx(i++, 100, netif::kRxExtraInfo);
+    } else {
+      answer_rx(i++, 100, netif::kRxExtraInfo);
+      if (c.twice) e.flags = netif::kExtraFlagMore;
+      std::memcpy(&rxe()[i++].rsp, &e, sizeof e);
+      if (c.twice) {
+        e.flags = 0;
+        std::memcpy(&rxe()[i++].rsp, &e, sizeof e);
+      }
+    }
+    publish_rx(i);
+    q->api().receive(32, [](const RxPacket&) { return true; });
+    EXPECT_TRUE(q->broken());
+    EXPECT_NE(q->broken_reason().find(c.reason), std::string::npos) << q->broken_reason();
+    EXPECT_EQ(q->counters().backend_errors, 1u);
+    q->stop();
+    q.reset();
+  }
 }
 
 }  // namespace

@@ -217,7 +217,8 @@ struct QueueReads : ::testing::Test {
     wake = std::move(*make_eventfd());
     q = std::make_unique<QueueImpl>(0);
     ASSERT_TRUE(q->init());
-    ASSERT_TRUE(q->setup(*domu, *sharer, kDom0, /*split=*/false, /*sg=*/true, wake.get()));
+    ASSERT_TRUE(
+        q->setup(*domu, *sharer, kDom0, QueueFeatures{.split = false, .sg = true}, wake.get()));
     auto ch = dom0->open_event_channel();
     ASSERT_TRUE(ch) << ch.error().message;
     be_evt = std::move(*ch);

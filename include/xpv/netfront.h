@@ -53,6 +53,15 @@ struct DeviceConfig {
   std::optional<MacAddr> mac;        // override of the mac xenstore gives
   bool split_event_channels = true;  // when the backend offers them
   uint32_t connect_timeout_ms = 15000;
+  // Checksum offload on receive: the backend may hand over packets whose
+  // TCP/UDP checksum field holds only the pseudo-header sum, their data
+  // validated (RxPacket::flags NETRXF_csum_blank). Off: we write
+  // feature-no-csum-offload=1 and the backend completes every checksum.
+  bool rx_csum_offload = true;
+  // Large receive: we write feature-gso-tcpv4/-tcpv6, and the backend hands
+  // over TCP packets of up to 64 KiB with a GSO extra (RxPacket::gso_*),
+  // their checksum partial. Needs rx_csum_offload.
+  bool rx_gso = false;
   // An experiment, never for production: in event mode also consume TX
   // responses in the transmit path while notifications are armed, as Linux
   // netfront did before its fix. Each event raised for responses already
@@ -79,9 +88,25 @@ struct TxSegment {
   uint32_t len = 0;
 };
 
+// XEN_NETIF_GSO_TYPE_* (netif.h): the protocol a GSO packet is segmented by.
+inline constexpr uint8_t kGsoNone = 0;
+inline constexpr uint8_t kGsoTcpV4 = 1;
+inline constexpr uint8_t kGsoTcpV6 = 2;
+
 struct TxPacket {
   const TxSegment* segs = nullptr;
   uint16_t nsegs = 0;
+  // The TCP/UDP checksum field holds the pseudo-header sum (addresses,
+  // protocol, L4 length): the backend completes the checksum (netif.h
+  // NETTXF_csum_blank | NETTXF_data_validated). IPv6 packets only with
+  // BackendFeatures::ipv6_csum_offload.
+  bool csum_partial = false;
+  // The backend segments this TCP packet into segments of gso_size payload
+  // bytes (an XEN_NETIF_EXTRA_TYPE_GSO extra-info slot): up to 64 KiB, its
+  // checksum partial as above, only with the backend's feature-gso-tcpv4
+  // (kGsoTcpV4) or feature-gso-tcpv6 (kGsoTcpV6); refused otherwise.
+  uint8_t gso_type = kGsoNone;
+  uint16_t gso_size = 0;
 };
 
 // A received packet as a list of fragments in the queue's granted RX pages.
@@ -95,7 +120,16 @@ struct RxPacket {
   uint16_t nfrags;
   uint32_t len;
   uint16_t flags;  // NETRXF_* of the first slot (data_validated, csum_blank)
+  // A large packet of several TCP segments (DeviceConfig::rx_gso): its GSO
+  // extra's type (kGsoTcpV4/kGsoTcpV6) and segment payload size; kGsoNone
+  // and 0 for a plain packet.
+  uint8_t gso_type = kGsoNone;
+  uint16_t gso_size = 0;
 };
+
+// RxPacket::flags (netif.h NETRXF_*).
+inline constexpr uint16_t kRxDataValidated = 1u << 0;  // checksum verified, or not needed
+inline constexpr uint16_t kRxCsumBlank = 1u << 1;      // checksum field holds the pseudo-header sum
 
 class Device;
 class QueueImpl;

@@ -364,9 +364,16 @@ class Device::Impl {
     const bool split = cfg_.split_event_channels && info_.features.split_event_channels;
     info_.split_event_channels = split;
     info_.queues = cfg_.queues;
+    QueueFeatures qf;
+    qf.split = split;
+    qf.sg = info_.features.sg;
+    qf.tx_gso_types = static_cast<uint8_t>((info_.features.gso_tcpv4 ? 1u << kGsoTcpV4 : 0) |
+                                           (info_.features.gso_tcpv6 ? 1u << kGsoTcpV6 : 0));
+    // Large receive takes multi-slot packets with a partial checksum.
+    const bool rx_gso = cfg_.rx_gso && cfg_.rx_csum_offload;
+    qf.rx_gso_types = rx_gso ? (1u << kGsoTcpV4) | (1u << kGsoTcpV6) : 0;
     for (auto& q : queues_) {
-      Status s =
-          q->setup(*plat_, *sharer_, info_.backend_id, split, info_.features.sg, wake_.get());
+      Status s = q->setup(*plat_, *sharer_, info_.backend_id, qf, wake_.get());
       if (s.failed()) {
         teardown_queues();
         return make_error(s.code(),
@@ -376,7 +383,8 @@ class Device::Impl {
     std::vector<QueueKeys> keys;
     for (auto& q : queues_)
       keys.push_back(q->keys());
-    XenbusKeys k{info_.frontend_path, keys, info_.features.sg};
+    XenbusKeys k{info_.frontend_path, keys, info_.features.sg || rx_gso, cfg_.rx_csum_offload,
+                 rx_gso};
     Status s = xs_transact(*xs_, [&](xs_transaction_t t) -> Status {
       XPV_TRY(remove_stale_keys(*xs_, t, info_.frontend_path));
       return write_frontend_keys(*xs_, t, k);

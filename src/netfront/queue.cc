@@ -44,12 +44,16 @@ std::string QueueImpl::broken_reason() const {
 // ---------------------------------------------------------------------------
 // Control path.
 
-Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend, bool split, bool sg,
-                        int wake_fd) {
+Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend,
+                        const QueueFeatures& f, int wake_fd) {
   if (conn_) return make_error(EBUSY, format("queue %u is already set up", index_));
   auto c = std::make_unique<Conn>();
-  c->split = split;
-  c->sg = sg;
+  const bool split = f.split;
+  c->split = f.split;
+  c->sg = f.sg;
+  c->tx_gso_types = f.tx_gso_types;
+  c->rx_gso_types = f.rx_gso_types;
+  if (f.rx_gso_types) c->rx_extra_types |= 1u << netif::kExtraTypeGso;
   wake_fd_ = wake_fd;
   broken_.store(false);
   {
@@ -464,7 +468,9 @@ QueueImpl::Accounting QueueImpl::accounting() const {
   for (const TxSlot& s : c.tx_slots) {
     a.tx_slots_in_flight += s.in_flight;
     a.tx_slots_lent += s.lent && !s.in_flight;
+    a.tx_extras_unanswered += s.in_flight ? s.extras : 0;
   }
+  a.tx_extras_unanswered += c.tx_nulls_expected;
   a.tx_requests_unanswered = c.tx.req_prod_pvt() - c.tx.rsp_cons();
   a.rx_pool_size = c.rx_pool->size();
   a.rx_pool_free = c.rx_pool->available();

@@ -13,6 +13,10 @@
 //    indices (the backend answers RX in the slot of the request);
 //  - a multi-slot TX packet: the first slot's size is the whole packet
 //    length, NETTXF_more_data on every slot but the last, at most 18 slots;
+//  - extra-info slots follow the first slot of a packet flagged
+//    NETTXF_extra_info / NETRXF_extra_info; each TX extra is answered by a
+//    NETIF_RSP_NULL response right after its packet's own (Linux netback's
+//    make_tx_response);
 //  - responses are consumed only by the handler (handle_responses), which
 //    runs on an event in event mode and from the poll loop in poll mode;
 //  - every response is copied out of the shared page once, then checked: id
@@ -52,6 +56,14 @@ struct QueueKeys {
   bool split = false;
 };
 
+// What a queue's connection negotiated (xenstore features).
+struct QueueFeatures {
+  bool split = false;        // split event channels
+  bool sg = false;           // the backend takes multi-slot packets (feature-sg)
+  uint8_t tx_gso_types = 0;  // bit per XEN_NETIF_GSO_TYPE_*: the backend's feature-gso-tcpv4/-v6
+  uint8_t rx_gso_types = 0;  // the same for the GSO packets we said we take (DeviceConfig::rx_gso)
+};
+
 struct QueueTeardown {
   PoolTeardownReport pages;  // rings and pools together
   uint64_t rx_dropped_staged = 0;
@@ -72,7 +84,7 @@ class QueueImpl {
   // ---- control path ----
   // Grants rings and pools to `backend`, allocates the event channel(s),
   // fills the RX ring. The data path stays stopped until start().
-  Status setup(Platform& plat, GrantSharer& sharer, domid_t backend, bool split, bool sg,
+  Status setup(Platform& plat, GrantSharer& sharer, domid_t backend, const QueueFeatures& f,
                int wake_fd);
   QueueKeys keys() const;
   void start();  // after the backend is Connected: kick and open the data path
@@ -112,14 +124,16 @@ class QueueImpl {
   // Where every buffer of the live connection is (tests and the fuzz
   // target's leak oracle). With no response half-consumed, these add up:
   //   tx_pool_free + tx_slots_in_flight + tx_slots_lent == tx_pool_size
-  //   tx_slots_in_flight == tx_requests_unanswered (req_prod_pvt - rsp_cons)
+  //   tx_slots_in_flight + tx_extras_unanswered == tx_requests_unanswered
+  //     (req_prod_pvt - rsp_cons)
   //   rx_pool_free + rx_buffers_posted + rx_buffers_held == rx_pool_size
   struct Accounting {
     uint32_t tx_pool_size = 0;
     uint32_t tx_pool_free = 0;
     uint32_t tx_slots_in_flight = 0;      // slots whose request awaits a response
     uint32_t tx_slots_lent = 0;           // tx_buffer() pages held by the caller
-    uint32_t tx_requests_unanswered = 0;  // requests published or queued, no response consumed
+    uint32_t tx_extras_unanswered = 0;    // extra-info slots whose NETIF_RSP_NULL is to come
+    uint32_t tx_requests_unanswered = 0;  // ring slots published or queued, no response consumed
     uint32_t rx_pool_size = 0;
     uint32_t rx_pool_free = 0;
     uint32_t rx_buffers_posted = 0;  // requests posted, response not consumed
@@ -143,6 +157,7 @@ class QueueImpl {
     bool in_flight : 1 = false;  // a request naming this slot awaits its response
     bool head : 1 = false;       // the first slot of its packet
     bool lent : 1 = false;       // handed to the caller by tx_buffer()
+    uint8_t extras : 2 = 0;      // extra-info slots that followed its request
   };
   struct RxFrag {
     uint16_t slot;
@@ -154,6 +169,8 @@ class QueueImpl {
     uint16_t nfrags;
     uint16_t flags;
     uint32_t len;
+    uint16_t gso_size;
+    uint8_t gso_type;
   };
 
   // The data path's lock: transmit and receive of one queue may run on

@@ -23,15 +23,18 @@ struct QueueImpl::Conn {
   evtchn_port_t tx_port = 0;
   evtchn_port_t rx_port = 0;
   bool split = false;
-  bool sg = false;  // the backend takes multi-slot packets (feature-sg)
+  bool sg = false;           // the backend takes multi-slot packets (feature-sg)
+  uint8_t tx_gso_types = 0;  // QueueFeatures::tx_gso_types
+  uint8_t rx_gso_types = 0;  // QueueFeatures::rx_gso_types
   // RX extra-info types (bit per XEN_NETIF_EXTRA_TYPE_*) that what we
-  // negotiated allows the backend to send. None today: we write no
-  // feature-gso-* key, so an RX slot with NETRXF_extra_info is a violation.
+  // negotiated allows the backend to send: GSO when we wrote a
+  // feature-gso-* key; anything else is a violation.
   uint32_t rx_extra_types = 0;
 
   // TX: per pool slot (== request id).
   std::array<TxSlot, kTxPoolSlots> tx_slots{};
-  uint32_t tx_in_flight = 0;  // slots
+  uint32_t tx_in_flight = 0;       // ring slots (requests and extras) awaiting a response
+  uint32_t tx_nulls_expected = 0;  // NETIF_RSP_NULLs owed for the extras of a packet answered
 
   // RX: the pool slot posted at each ring index.
   std::array<uint16_t, kRingSize> rx_posted{};
@@ -53,6 +56,9 @@ struct QueueImpl::Conn {
   uint16_t asm_nfrags = 0;
   uint16_t asm_flags = 0;
   uint32_t asm_len = 0;
+  uint16_t asm_gso_size = 0;  // its GSO extra, if one came
+  uint8_t asm_gso_type = 0;
+  uint8_t asm_extras = 0;  // extra-info slots it had
   bool extra_pending = false;
 
   // Event counters already added to the queue's counters, per port.

@@ -52,7 +52,7 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
         const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
         frags[f] = {pool.data(fr.slot) + fr.offset, fr.len};
       }
-      const RxPacket pkt{frags, s.nfrags, s.len, s.flags};
+      const RxPacket pkt{frags, s.nfrags, s.len, s.flags, s.gso_type, s.gso_size};
       if (!fn(ctx, pkt)) return false;
       for (uint16_t f = 0; f < s.nfrags; ++f) {
         pool.free(c.frags[(s.first_frag + f) % kRxPoolSlots].slot);
@@ -167,7 +167,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
         dmax = dn;  // the caller is full, or this packet is staged: stage the rest
         const uint32_t f = c.frag_head++;
         c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
-        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len};
+        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len, 0, 0};
         continue;
       }
       if (!rx_slow(idx, r, slot)) {
@@ -190,7 +190,7 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
   Conn& c = *conn_;
   if (c.extra_pending) {
     // This slot carries a netif_extra_info (netif.h); its buffer holds no
-    // data. Only the types we negotiated may come.
+    // data. Only the types we negotiated may come, each once a packet.
     netif::ExtraInfo e;
     std::memcpy(&e, &r, sizeof e);
     c.rx_pool->free(slot);
@@ -199,6 +199,28 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
           "RX extra-info slot at ring index %u has type %u, which we did not negotiate", idx,
           e.type);
       return false;
+    }
+    if (c.asm_extras & (1u << e.type)) {
+      protocol_violation("RX extra-info slot at ring index %u repeats type %u in one packet", idx,
+                         e.type);
+      return false;
+    }
+    c.asm_extras = static_cast<uint8_t>(c.asm_extras | (1u << e.type));
+    if (e.type == netif::kExtraTypeGso) {
+      // xennet_set_skb_gso's rules, and only the types we advertised.
+      if (e.u.gso.type > netif::kGsoTypeTcpV6 || !(c.rx_gso_types & (1u << e.u.gso.type))) {
+        protocol_violation(
+            "RX GSO extra at ring index %u has GSO type %u, which we did not "
+            "advertise (feature-gso-tcpv4/-tcpv6)",
+            idx, e.u.gso.type);
+        return false;
+      }
+      if (e.u.gso.size == 0) {
+        protocol_violation("RX GSO extra at ring index %u has a GSO size of 0", idx);
+        return false;
+      }
+      c.asm_gso_type = e.u.gso.type;
+      c.asm_gso_size = e.u.gso.size;
     }
     c.extra_pending = (e.flags & netif::kExtraFlagMore) != 0;
   } else {
@@ -221,6 +243,13 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
           idx);
       return false;
     }
+    if ((r.flags & netif::kRxExtraInfo) && c.asm_active) {
+      c.rx_pool->free(slot);
+      protocol_violation(
+          "RX response at ring index %u has NETRXF_extra_info, but is not a packet's first slot",
+          idx);
+      return false;
+    }
     if (!c.asm_active) {
       c.asm_active = true;
       c.asm_bad = c.asm_error_status = c.asm_last_seen = false;
@@ -228,6 +257,9 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       c.asm_nfrags = 0;
       c.asm_len = 0;
       c.asm_flags = r.flags;
+      c.asm_gso_type = 0;
+      c.asm_gso_size = 0;
+      c.asm_extras = 0;
     }
     if (r.status < 0) {
       // NETIF_RSP_ERROR/DROPPED: the backend failed this packet.
@@ -255,8 +287,8 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       c.frag_head = c.asm_first;
       count(c.asm_error_status ? kCounter_rx_errors : kCounter_rx_dropped);
     } else {
-      c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first, c.asm_nfrags, c.asm_flags,
-                                                  c.asm_len};
+      c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first, c.asm_nfrags,   c.asm_flags,
+                                                  c.asm_len,   c.asm_gso_size, c.asm_gso_type};
     }
   }
   return true;

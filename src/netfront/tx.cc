@@ -4,7 +4,11 @@
 //
 // TX request ids are pool slot ids. A multi-slot packet: the first slot's
 // size is the whole packet length, NETTXF_more_data on every slot but the
-// last, at most XEN_NETIF_NR_SLOTS_MIN (18) slots (netif.h). TX responses are
+// last, at most XEN_NETIF_NR_SLOTS_MIN (18) slots (netif.h). A packet the
+// backend segments (TSO) has NETTXF_extra_info on its first slot and an
+// XEN_NETIF_EXTRA_TYPE_GSO extra-info slot right after it, answered by a
+// NETIF_RSP_NULL response after the packet's own (netif.h, "Guest transmit";
+// Linux netback's make_tx_response). TX responses are
 // consumed only by the handler: from the poll loop in poll mode, for an event
 // that fired in event mode; never by the transmit path while notifications
 // are armed.
@@ -19,6 +23,14 @@ namespace {
 
 // Slot ids the TX fast path takes from its pool at a time.
 constexpr uint32_t kTxIdBatch = 64;
+
+// A partial checksum for the backend to complete (netif.h: NETTXF_csum_blank,
+// and the data is known good: NETTXF_data_validated, as Linux netfront sets
+// both for CHECKSUM_PARTIAL).
+constexpr uint16_t kTxCsumFlags = netif::kTxCsumBlank | netif::kTxDataValidated;
+inline uint16_t csum_flags(const TxPacket& p) {
+  return p.csum_partial ? kTxCsumFlags : 0;
+}
 
 // A packet into its slot page. Frames of 16..64 bytes, the size that bounds
 // the packet rate, move as two or four overlapping 16-byte copies: no call,
@@ -103,29 +115,40 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
     netif::TxResponse r{};
     for (; k < a.count; ++k) {
       r = c.tx.response_at(cons + k);  // copied once
+      if (c.tx_nulls_expected) [[unlikely]] {
+        // The extra-info slots of the packet answered just before: positional,
+        // their id means nothing (netback leaves it as the ring held it).
+        if (r.status != netif::kRspNull) {
+          violation = "not NETIF_RSP_NULL, where the answer to an extra-info slot was due";
+          break;
+        }
+        --c.tx_nulls_expected;
+        continue;
+      }
+      // A NULL's id means nothing: it is judged by its place.
+      if (r.status == netif::kRspNull) [[unlikely]] {
+        violation = "NETIF_RSP_NULL, which answers an extra-info slot: none was due";
+        break;
+      }
       if (r.id >= kTxPoolSlots || !slots[r.id].in_flight) [[unlikely]] {
         violation = r.id >= kTxPoolSlots ? "out of range" : "not in flight (answered twice?)";
         break;
       }
-      if (r.status != netif::kRspOkay) [[unlikely]] {
-        if (r.status == netif::kRspNull) {
-          violation = "NETIF_RSP_NULL, which answers an extra-info slot: we sent none";
-          break;
-        }
-        if (slots[r.id].head)
-          count(r.status == netif::kRspDropped ? kCounter_tx_dropped : kCounter_tx_errors);
+      if (r.status != netif::kRspOkay && slots[r.id].head) [[unlikely]] {
+        count(r.status == netif::kRspDropped ? kCounter_tx_dropped : kCounter_tx_errors);
       }
       if (kBudget && slots[r.id].head) {
         if (packets == max_packets) break;  // the next packet is beyond the budget
         ++packets;
       }
+      c.tx_nulls_expected = slots[r.id].extras;
       slots[r.id] = TxSlot{};
       freed[nfreed++] = r.id;
     }
     // Each id was in flight, and is no longer: the slot table proved that
     // the pool has not got them back already.
     pool.free_bulk_owned(freed, nfreed);
-    c.tx_in_flight -= nfreed;
+    c.tx_in_flight -= k;  // ring slots answered: requests and extras
     if (violation) [[unlikely]] {
       c.tx.consume_responses(k + 1);
       protocol_violation("TX response for id %u (status %d): %s", r.id, r.status, violation);
@@ -198,7 +221,7 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
     // Fast path: one segment that fits a page and is not one of our lent
     // pages: one copy, one request (netif.h: a single slot whose size is
     // the packet's length).
-    if (p.nsegs == 1) {
+    if (p.nsegs == 1 && p.gso_type == kGsoNone) {
       const uint8_t* d = static_cast<const uint8_t*>(p.segs[0].data);
       const uint32_t len = p.segs[0].len;
       const bool lent =
@@ -220,7 +243,7 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
         }
         const uint32_t slot = *id++;
         copy_packet(pool_lo + size_t{slot} * kPageSize, d, len);
-        put_request(ring.request_at(prod++), refs[slot], 0, 0, slot, len);
+        put_request(ring.request_at(prod++), refs[slot], 0, csum_flags(p), slot, len);
         slots[slot] = TxSlot{true, true, false};
         bytes += len;
         continue;
@@ -274,6 +297,12 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   for (uint16_t i = 0; i < p.nsegs; ++i)
     len += p.segs[i].len;
   if (len == 0 || len > kMaxPacketLen || p.nsegs == 0) return {0, 0, reclaimed};
+  // TSO: a GSO type the backend offered (feature-gso-tcpv4/-tcpv6), a
+  // segment size, and a partial checksum for it to complete per segment.
+  const bool gso = p.gso_type != kGsoNone;
+  if (gso && (p.gso_type > kGsoTcpV6 || !(c.tx_gso_types & (1u << p.gso_type)) || p.gso_size == 0 ||
+              !p.csum_partial))
+    return {0, 0, reclaimed};
   // Data inside the TX pool must lie in a page the caller holds (lent by
   // tx_buffer()), within it: a page given back may already be another
   // packet's, or this one's copy destination. Refused, never read.
@@ -309,8 +338,10 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   // More than XEN_NETIF_NR_SLOTS_MIN slots, or several slots for a backend
   // without feature-sg: never sendable.
   if (nslots > kMaxTxSlots || (nslots > 1 && !c.sg)) return {0, 0, reclaimed};
+  const uint32_t nextras = gso ? 1 : 0;
   auto no_room = [&] {
-    return c.tx.free_requests() < nslots || (!zero_copy && c.tx_pool->available() < nslots);
+    return c.tx.free_requests() < nslots + nextras ||
+           (!zero_copy && c.tx_pool->available() < nslots);
   };
   if (no_room() && !reclaimed) {
     reclaimed = true;
@@ -346,11 +377,24 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
       }
       left -= chunk;
     }
-    put_request(c.tx.next_request(), c.tx_pool->ref(slot), off,
-                s + 1 < nslots ? netif::kTxMoreData : 0, slot,
+    uint16_t flags = s + 1 < nslots ? netif::kTxMoreData : 0;
+    if (s == 0) flags |= csum_flags(p) | (gso ? netif::kTxExtraInfo : 0);
+    put_request(c.tx.next_request(), c.tx_pool->ref(slot), off, flags, slot,
                 s == 0 ? static_cast<uint32_t>(len) : chunk);
-    c.tx_slots[slot] = TxSlot{true, s == 0, false};
+    c.tx_slots[slot] = TxSlot{true, s == 0, false, static_cast<uint8_t>(s == 0 ? nextras : 0)};
     c.tx.commit_request();
+    if (s == 0 && gso) {
+      // netif.h: the extra-info slot follows the first request; for TCP the
+      // GSO size is the MSS.
+      netif::ExtraInfo e{};
+      e.type = netif::kExtraTypeGso;
+      e.u.gso.size = p.gso_size;
+      e.u.gso.type = p.gso_type;
+      netif::TxRequest& slot_of_extra = c.tx.next_request();
+      slot_of_extra = netif::TxRequest{};
+      std::memcpy(&slot_of_extra, &e, sizeof e);
+      c.tx.commit_request();
+    }
   }
   return {1, static_cast<uint32_t>(len), reclaimed};
 }

@@ -70,15 +70,18 @@ Status write_frontend_keys(XenStore& xs, xs_transaction_t t, const XenbusKeys& k
     }
   }
   // netback requires request-rx-copy; feature-rx-notify tells it we post RX
-  // buffers and notify (else it drains after 30 ms); we do not offload
-  // checksums yet, so netback must never hand us a partial checksum.
+  // buffers and notify (else it drains after 30 ms). Checksum offload is
+  // assumed unless feature-no-csum-offload=1 (netif.h): then netback
+  // completes every checksum before handing a packet over; IPv6 partial
+  // checksums only with feature-ipv6-csum-offload. feature-gso-tcpv4/-v6:
+  // we take GSO packets (with feature-sg: they are multi-slot).
   XPV_TRY(xs.write(t, fe + "/request-rx-copy", "1"));
   XPV_TRY(xs.write(t, fe + "/feature-rx-notify", "1"));
   XPV_TRY(xs.write(t, fe + "/feature-sg", k.sg ? "1" : "0"));
-  XPV_TRY(xs.write(t, fe + "/feature-no-csum-offload", "1"));
-  XPV_TRY(xs.write(t, fe + "/feature-gso-tcpv4", "0"));
-  XPV_TRY(xs.write(t, fe + "/feature-gso-tcpv6", "0"));
-  XPV_TRY(xs.write(t, fe + "/feature-ipv6-csum-offload", "0"));
+  XPV_TRY(xs.write(t, fe + "/feature-no-csum-offload", k.rx_csum ? "0" : "1"));
+  XPV_TRY(xs.write(t, fe + "/feature-ipv6-csum-offload", k.rx_csum ? "1" : "0"));
+  XPV_TRY(xs.write(t, fe + "/feature-gso-tcpv4", k.rx_gso ? "1" : "0"));
+  XPV_TRY(xs.write(t, fe + "/feature-gso-tcpv6", k.rx_gso ? "1" : "0"));
   return xs.write(t, fe + "/state", "4");  // XenbusStateConnected
 }
 

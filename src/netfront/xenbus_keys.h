@@ -16,7 +16,9 @@ namespace xpv {
 struct XenbusKeys {
   std::string frontend_path;
   std::vector<QueueKeys> queues;
-  bool sg = false;  // feature-sg, when the backend offers it
+  bool sg = false;       // feature-sg: we take multi-slot packets
+  bool rx_csum = false;  // we take partial checksums (no feature-no-csum-offload)
+  bool rx_gso = false;   // feature-gso-tcpv4/-tcpv6: we take GSO packets
 };
 
 // Removes every key a netfront (ours or Linux's) may have written.

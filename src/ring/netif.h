@@ -83,6 +83,11 @@ inline constexpr uint8_t kExtraTypeHash = 4;
 inline constexpr uint8_t kExtraTypeMax = 5;
 inline constexpr uint8_t kExtraFlagMore = 1u << 0;
 
+// XEN_NETIF_GSO_TYPE_*.
+inline constexpr uint8_t kGsoTypeNone = 0;
+inline constexpr uint8_t kGsoTypeTcpV4 = 1;
+inline constexpr uint8_t kGsoTypeTcpV6 = 2;
+
 // NETIF_RSP_*.
 inline constexpr int16_t kRspDropped = -2;
 inline constexpr int16_t kRspError = -1;

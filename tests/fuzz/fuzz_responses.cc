@@ -162,7 +162,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t setup = in.u8();
   const bool split = setup & 1;
   const bool sg = !(setup & 4);
-  if (Status s = q->setup(*w.domu, *w.sharer, kDom0, split, sg, w.wake.get()); s.failed())
+  if (Status s = q->setup(*w.domu, *w.sharer, kDom0, QueueFeatures{split, sg, 0, 0}, w.wake.get());
+      s.failed())
     harness_failed("queue setup", s.message());
   // The backend's ends of the channel(s), so that it can notify.
   const QueueKeys keys = q->keys();
