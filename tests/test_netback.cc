@@ -27,6 +27,7 @@
 #include "ring/netif.h"
 #include "sim/client.h"
 #include "sim/hypervisor.h"
+#include "support/frames.h"
 #include "support/subprocess.h"
 #include "util/log.h"
 
@@ -44,6 +45,7 @@ using netif::RxRequest;
 using netif::RxResponse;
 using netif::TxRequest;
 using netif::TxResponse;
+namespace tf = testing_frames;
 
 constexpr auto kTimeout = 10s;
 
@@ -78,7 +80,8 @@ struct FeQueue {
 
 struct Received {
   std::vector<uint8_t> data;
-  std::vector<RxResponse> rsps;
+  std::vector<RxResponse> rsps;          // the data slots' responses
+  std::vector<netif::ExtraInfo> extras;  // extra-info slots, in order
   bool error = false;
 };
 
@@ -87,6 +90,10 @@ struct KeyOptions {
   bool rx_copy = true;
   bool rx_notify = true;
   std::optional<uint32_t> num_queues_key;  // written as is when set
+  bool gso = false;                        // feature-gso-tcpv4/-tcpv6=1: we take GSO packets
+  bool no_csum = false;                    // feature-no-csum-offload=1
+  bool ipv6_csum = true;                   // feature-ipv6-csum-offload
+  bool multicast_control = false;          // request-multicast-control=1
 };
 
 class Frontend {
@@ -187,6 +194,13 @@ class Frontend {
     if (o.rx_copy) write("request-rx-copy", "1");
     if (o.rx_notify) write("feature-rx-notify", "1");
     write("feature-sg", "1");
+    if (o.gso) {
+      write("feature-gso-tcpv4", "1");
+      write("feature-gso-tcpv6", "1");
+    }
+    if (o.no_csum) write("feature-no-csum-offload", "1");
+    if (o.ipv6_csum) write("feature-ipv6-csum-offload", "1");
+    if (o.multicast_control) write("request-multicast-control", "1");
   }
 
   // The whole handshake; true once the backend is Connected.
@@ -224,6 +238,49 @@ class Frontend {
       ids.push_back(idx);
     }
     return ids;
+  }
+  // A GSO packet (TSO): page-sized slots, the first flagged csum_blank,
+  // data_validated and extra_info, a GSO extra right after it. Pushed.
+  // Returns how many TX responses it gets (slots and the extra).
+  size_t send_gso(FeQueue& q, const std::vector<uint8_t>& data, uint16_t mss, uint8_t type) {
+    std::vector<uint16_t> sizes;
+    for (size_t at = 0; at < data.size(); at += kPageSize)
+      sizes.push_back(static_cast<uint16_t>(std::min<size_t>(kPageSize, data.size() - at)));
+    size_t pos = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const uint16_t idx = static_cast<uint16_t>(q.tx.req_prod_pvt() & 255);
+      std::memcpy(q.tx_bufs.page(idx), data.data() + pos, sizes[i]);
+      pos += sizes[i];
+      uint16_t flags = i + 1 < sizes.size() ? netif::kTxMoreData : 0;
+      if (i == 0) flags |= netif::kTxCsumBlank | netif::kTxDataValidated | netif::kTxExtraInfo;
+      put_raw(q, TxRequest{q.tx_bufs.ref(idx), 0, flags, idx,
+                           i == 0 ? static_cast<uint16_t>(data.size()) : sizes[i]});
+      if (i == 0) {
+        netif::ExtraInfo e{};
+        e.type = netif::kExtraTypeGso;
+        e.u.gso.size = mss;
+        e.u.gso.type = type;
+        TxRequest raw{};
+        std::memcpy(&raw, &e, sizeof e);
+        put_raw(q, raw);
+      }
+    }
+    push_tx(q);
+    return sizes.size() + 1;
+  }
+  // A dummy request with a multicast extra (netif.h: the filter is edited
+  // with dummy transmit requests). Pushed; returns its id.
+  uint16_t send_mcast(FeQueue& q, uint8_t type, const netback::Mac& addr) {
+    const uint16_t idx = static_cast<uint16_t>(q.tx.req_prod_pvt() & 255);
+    put_raw(q, TxRequest{q.tx_bufs.ref(idx), 0, netif::kTxExtraInfo, idx, 0});
+    netif::ExtraInfo e{};
+    e.type = type;
+    std::copy(addr.begin(), addr.end(), e.u.mcast.addr);
+    TxRequest raw{};
+    std::memcpy(&raw, &e, sizeof e);
+    put_raw(q, raw);
+    push_tx(q);
+    return idx;
   }
   // A raw request, exactly as given.
   void put_raw(FeQueue& q, const TxRequest& r) {
@@ -294,7 +351,7 @@ class Frontend {
   // Gathers one packet's responses (until one without more_data).
   std::optional<Received> receive(FeQueue& q, std::chrono::milliseconds timeout = kTimeout) {
     Received r;
-    bool done = false;
+    bool done = false, more = false, extra_pending = false;
     wait_until(
         [&] {
           auto a = q.rx.available_responses();
@@ -302,6 +359,15 @@ class Frontend {
           for (uint32_t i = 0; i < a.count && !done; ++i) {
             const uint32_t idx = q.rx.rsp_cons() & 255;  // our id = the request's index
             RxResponse rsp = q.rx.take_response();
+            if (extra_pending) {
+              // netif.h: an extra-info slot after the first data slot.
+              netif::ExtraInfo e;
+              std::memcpy(&e, &rsp, sizeof e);
+              r.extras.push_back(e);
+              extra_pending = (e.flags & netif::kExtraFlagMore) != 0;
+              done = !more && !extra_pending;
+              continue;
+            }
             r.rsps.push_back(rsp);
             if (rsp.status < 0) {
               r.error = true;
@@ -309,7 +375,9 @@ class Frontend {
               const uint8_t* p = q.rx_bufs.page(idx) + rsp.offset;
               r.data.insert(r.data.end(), p, p + rsp.status);
             }
-            done = !(rsp.flags & netif::kRxMoreData);
+            more = (rsp.flags & netif::kRxMoreData) != 0;
+            if (r.rsps.size() == 1) extra_pending = (rsp.flags & netif::kRxExtraInfo) != 0;
+            done = !more && !extra_pending;
           }
           return done;
         },
@@ -440,9 +508,12 @@ TEST_F(NetbackTest, ToolstackWritesBothDirectoriesWithPermissions) {
   expect(be0 + "/feature-rx-flip", "0");
   expect(be0 + "/feature-split-event-channels", "1");
   expect(be0 + "/multi-queue-max-queues", "4");
-  expect(be0 + "/feature-gso-tcpv4", "0");
-  expect(be0 + "/feature-gso-tcpv6", "0");
-  expect(be0 + "/feature-ipv6-csum-offload", "0");
+  // The offloads Linux netback offers (netback_probe).
+  expect(be0 + "/feature-gso-tcpv4", "1");
+  expect(be0 + "/feature-gso-tcpv6", "1");
+  expect(be0 + "/feature-ipv6-csum-offload", "1");
+  expect(be0 + "/feature-multicast-control", "1");
+  expect(be0 + "/feature-dynamic-multicast-control", "1");
   expect(be0 + "/feature-ctrl-ring", "0");
   // vif 1 gets the default mac: 00:16:3e:<domid>:<handle>.
   expect(format("/local/domain/%u/device/vif/1/mac", d),
@@ -669,7 +740,12 @@ TEST_F(NetbackTest, LoopbackOf60And1514And9000BytesBothWaysMultiSlot) {
   };
   uint64_t bytes = 0;
   for (const Case& c : cases) {
-    auto data = pattern(c.len, static_cast<uint8_t>(c.len));
+    // A UDP frame of c.len bytes whose checksum the frontend left partial.
+    tf::FrameSpec spec;
+    spec.tcp = false;
+    spec.payload = static_cast<uint32_t>(c.len - 14 - 20 - 8);
+    spec.seed = static_cast<uint8_t>(c.len);
+    auto data = tf::make_frame(spec, /*partial=*/true);
     auto ids = fe.put_packet(q, data, c.slots, netif::kTxCsumBlank);
     fe.push_tx(q);
     auto rsp = fe.wait_tx(q, c.slots.size());
@@ -737,7 +813,10 @@ TEST_F(NetbackTest, ExtraInfoSlotsAreConsumedAndAnsweredNull) {
   ASSERT_TRUE(fe.connect());
   FeQueue& q = fe.q();
   fe.post_rx(q, 4);
-  auto data = pattern(200, 1);
+  // A TCP frame of 200 bytes, its checksum partial, as TSO sends it.
+  tf::FrameSpec spec;
+  spec.payload = 200 - 14 - 20 - 20;
+  auto data = tf::make_frame(spec, /*partial=*/true);
   // First slot flagged extra_info, then a GSO extra, then a data slot.
   const uint16_t id0 = static_cast<uint16_t>(q.tx.req_prod_pvt() & 255);
   std::memcpy(q.tx_bufs.page(id0), data.data(), 100);
@@ -2171,6 +2250,224 @@ TEST(NetbackProgram, ServesOverItsSocketAndExitsCleanly) {
   ::unlink(stats.c_str());
 }
 #endif
+
+// ---------------------------------------------------------------------------
+// Offloads: what Linux's stack and netback do between a frontend's TX and a
+// frontend's RX, by what the receiving frontend negotiated. Checksums are
+// verified by the test's own arithmetic (support/frames.h).
+
+// A GSO frame of `payload` TCP bytes (its checksum partial, as TSO sends it).
+std::vector<uint8_t> gso_frame(uint32_t payload, bool ipv6 = false) {
+  tf::FrameSpec spec;
+  spec.ipv6 = ipv6;
+  spec.payload = payload;
+  spec.tcp_flags = 0x19;  // FIN | PSH | ACK: only the last segment keeps FIN and PSH
+  return tf::make_frame(spec, /*partial=*/true);
+}
+
+// A frontend that takes GSO packets gets the 9000-byte TSO packet whole:
+// one packet, NETRXF_csum_blank | data_validated | extra_info on its first
+// slot, a GSO extra with the type and MSS right after it (xenvif_rx_skb).
+TEST_F(NetbackTest, GsoGoesWholeToAFrontendThatTakesIt) {
+  start();
+  Frontend fe(*hv);
+  KeyOptions o;
+  o.gso = true;
+  ASSERT_TRUE(fe.connect(1, o));
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 64);
+  for (bool v6 : {false, true}) {
+    SCOPED_TRACE(v6 ? "TCPv6" : "TCPv4");
+    const auto frame = gso_frame(9000 - (v6 ? 74 : 54), v6);
+    const uint8_t type = v6 ? netif::kGsoTypeTcpV6 : netif::kGsoTypeTcpV4;
+    const size_t n = fe.send_gso(q, frame, 1448, type);
+    auto rsp = fe.wait_tx(q, n);
+    ASSERT_EQ(rsp.size(), n);
+    EXPECT_EQ(rsp[1].status, netif::kRspNull);
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->data, frame);
+    ASSERT_EQ(got->extras.size(), 1u);
+    EXPECT_EQ(got->extras[0].type, netif::kExtraTypeGso);
+    EXPECT_EQ(got->extras[0].u.gso.type, type);
+    EXPECT_EQ(got->extras[0].u.gso.size, 1448);
+    EXPECT_EQ(
+        got->rsps[0].flags & (netif::kRxCsumBlank | netif::kRxDataValidated | netif::kRxExtraInfo),
+        netif::kRxCsumBlank | netif::kRxDataValidated | netif::kRxExtraInfo);
+    EXPECT_TRUE(tf::l4_checksum_ok(got->data, /*complete=*/false));
+  }
+  EXPECT_EQ(ctr(fe.domid()).rx_gso_packets, 2u);
+  EXPECT_EQ(ctr(fe.domid()).tx_gso_packets, 2u);
+}
+
+// A frontend that does not take GSO gets MSS-sized segments, as the stack
+// cuts them (tcp_gso_segment): each a correct frame (IP length and header
+// checksum, TCP sequence number, FIN/PSH on the last only), its checksum
+// partial when it does checksum offload and full when it wrote
+// feature-no-csum-offload=1; together they carry the payload.
+TEST_F(NetbackTest, GsoIsSegmentedForAFrontendThatDoesNot) {
+  for (bool no_csum : {false, true}) {
+    for (bool v6 : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (v6 ? "TCPv6" : "TCPv4") << (no_csum ? ", no csum" : ""));
+      start();
+      Frontend fe(*hv);
+      KeyOptions o;
+      o.no_csum = no_csum;
+      ASSERT_TRUE(fe.connect(1, o));
+      FeQueue& q = fe.q();
+      fe.post_rx(q, 64);
+      const uint32_t payload = 10000;
+      const auto frame = gso_frame(payload, v6);
+      const uint16_t mss = 1448;
+      const size_t n = fe.send_gso(q, frame, mss, v6 ? netif::kGsoTypeTcpV6 : netif::kGsoTypeTcpV4);
+      ASSERT_EQ(fe.wait_tx(q, n).size(), n);
+      const size_t hdr = v6 ? 14 + 40 + 20 : 14 + 20 + 20;
+      std::vector<uint8_t> joined;
+      const uint32_t segs = (payload + mss - 1) / mss;
+      for (uint32_t i = 0; i < segs; ++i) {
+        auto got = fe.receive(q);
+        ASSERT_TRUE(got) << "segment " << i;
+        const auto& f = got->data;
+        const uint32_t want = std::min<uint32_t>(mss, payload - i * mss);
+        ASSERT_EQ(f.size(), hdr + want) << "segment " << i;
+        EXPECT_TRUE(got->extras.empty());
+        EXPECT_TRUE(tf::l4_checksum_ok(f, /*complete=*/no_csum)) << "segment " << i;
+        const uint16_t want_flags =
+            no_csum ? netif::kRxDataValidated : netif::kRxCsumBlank | netif::kRxDataValidated;
+        EXPECT_EQ(got->rsps[0].flags & (netif::kRxCsumBlank | netif::kRxDataValidated), want_flags);
+        const uint8_t* tcp = &f[hdr - 20];
+        EXPECT_EQ(tf::rd32(tcp + 4), 1000u + i * mss) << "sequence number";
+        EXPECT_EQ(tcp[13] & 0x09, i + 1 == segs ? 0x09 : 0) << "FIN and PSH on the last only";
+        if (v6) {
+          EXPECT_EQ(tf::rd16(&f[14 + 4]), 20 + want) << "IPv6 payload length";
+        } else {
+          EXPECT_EQ(tf::rd16(&f[14 + 2]), 20 + 20 + want) << "IPv4 total length";
+        }
+        joined.insert(joined.end(), f.begin() + static_cast<long>(hdr), f.end());
+      }
+      EXPECT_EQ(joined, std::vector<uint8_t>(frame.begin() + static_cast<long>(hdr), frame.end()));
+      EXPECT_TRUE(fe.rx_quiet_for(q, 100ms));
+      EXPECT_EQ(ctr(fe.domid()).rx_gso_segmented, 1u);
+      be.reset();
+    }
+  }
+}
+
+// A partial checksum reaching a frontend that wrote
+// feature-no-csum-offload=1 is completed first (skb_checksum_help), and said
+// to be valid; one that takes offload gets it partial.
+TEST_F(NetbackTest, PartialChecksumsAreCompletedForAFrontendWithoutOffload) {
+  for (bool no_csum : {false, true}) {
+    for (bool tcp : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << (tcp ? "TCP" : "UDP") << (no_csum ? ", no csum" : ""));
+      start();
+      Frontend fe(*hv);
+      KeyOptions o;
+      o.no_csum = no_csum;
+      ASSERT_TRUE(fe.connect(1, o));
+      FeQueue& q = fe.q();
+      fe.post_rx(q, 8);
+      tf::FrameSpec spec;
+      spec.tcp = tcp;
+      spec.payload = 333;
+      const auto frame = tf::make_frame(spec, /*partial=*/true);
+      fe.send(q, frame, netif::kTxCsumBlank | netif::kTxDataValidated);
+      ASSERT_EQ(fe.wait_tx(q, 1).size(), 1u);
+      auto got = fe.receive(q);
+      ASSERT_TRUE(got);
+      EXPECT_TRUE(tf::l4_checksum_ok(got->data, /*complete=*/no_csum));
+      EXPECT_EQ(got->rsps[0].flags & (netif::kRxCsumBlank | netif::kRxDataValidated),
+                no_csum ? netif::kRxDataValidated : netif::kRxCsumBlank | netif::kRxDataValidated);
+      EXPECT_EQ(ctr(fe.domid()).rx_csum_completed, no_csum ? 1u : 0u);
+      be.reset();
+    }
+  }
+}
+
+// checksum_setup(): a partial checksum on what is not TCP/UDP over IP, or a
+// GSO packet that is not TCP, cannot be set up: dropped, counted, answered
+// OKAY (its slots were fine).
+TEST_F(NetbackTest, PartialChecksumOnNonIpIsDropped) {
+  start();
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 8);
+  fe.send(q, pattern(100, 3), netif::kTxCsumBlank);
+  auto rsp = fe.wait_tx(q, 1);
+  ASSERT_EQ(rsp.size(), 1u);
+  EXPECT_EQ(rsp[0].status, netif::kRspOkay);
+  tf::FrameSpec udp;
+  udp.tcp = false;
+  EXPECT_EQ(fe.wait_tx(q, fe.send_gso(q, tf::make_frame(udp, true), 1000, 1)).size(), 3u - 1u);
+  EXPECT_TRUE(wait_ctr(fe.domid(), &Counters::tx_dropped_bad_csum, 2));
+  EXPECT_TRUE(fe.rx_quiet_for(q, 100ms));
+}
+
+// Multicast control (netif.h): with request-multicast-control the frontend
+// gets only the multicast groups it added with MCAST_ADD extras (broadcast
+// always); MCAST_DEL takes one out; a 65th address is refused
+// (XEN_NETBK_MCAST_MAX); with feature-dynamic-multicast-control the frontend
+// may turn the filter off and on while connected.
+TEST_F(NetbackTest, MulticastControlFiltersWhatTheFrontendAsked) {
+  Config cfg;
+  cfg.mode = Mode::kBridge;
+  start(cfg);
+  Frontend a(*hv), b(*hv);
+  KeyOptions o;
+  o.multicast_control = true;
+  ASSERT_TRUE(a.connect(1, o));
+  ASSERT_TRUE(b.connect());
+  a.post_rx(a.q(), 64);
+  const netback::Mac g1{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01}, g2{0x01, 0x00, 0x5e, 0x00, 0x00, 0x02};
+  const uint16_t id = a.send_mcast(a.q(), netif::kExtraTypeMcastAdd, g1);
+  auto rsp = a.wait_tx(a.q(), 2);
+  ASSERT_EQ(rsp.size(), 2u);
+  EXPECT_EQ(rsp[0].id, id);
+  EXPECT_EQ(rsp[0].status, netif::kRspOkay);
+  EXPECT_EQ(rsp[1].status, netif::kRspNull);
+  auto frame = [&](const netback::Mac& dst, uint8_t tag) { return eth(dst, b.mac(), tag); };
+  auto sent = [&](const std::vector<uint8_t>& f) {
+    b.send(b.q(), f);
+    EXPECT_EQ(b.wait_tx(b.q(), 1).size(), 1u);
+  };
+  auto next_tag = [&]() -> int {
+    auto r = a.receive(a.q(), 1000ms);
+    return r && r->data.size() > 14 ? r->data[14] : -1;
+  };
+  sent(frame(g2, 1));          // not asked for: dropped
+  sent(frame(g1, 2));          // asked for
+  sent(frame(kBroadcast, 3));  // broadcast passes
+  EXPECT_EQ(next_tag(), 2);
+  EXPECT_EQ(next_tag(), 3);
+  EXPECT_EQ(ctr(a.domid()).rx_dropped_multicast, 1u);
+  (void)a.send_mcast(a.q(), netif::kExtraTypeMcastDel, g1);
+  ASSERT_EQ(a.wait_tx(a.q(), 2).size(), 2u);
+  sent(frame(g1, 4));  // taken out again: dropped
+  sent(frame(kBroadcast, 5));
+  EXPECT_EQ(next_tag(), 5);
+  // Dynamic: the filter off, then everything multicast arrives.
+  a.write("request-multicast-control", "0");
+  ASSERT_TRUE(wait_until([&] {
+    sent(frame(g2, 6));
+    return next_tag() == 6;
+  }));
+  // 64 addresses at most.
+  a.write("request-multicast-control", "1");
+  uint32_t ok = 0, refused = 0;
+  for (uint32_t i = 0; i < 65; ++i) {
+    netback::Mac g = g1;
+    g[5] = static_cast<uint8_t>(i);
+    (void)a.send_mcast(a.q(), netif::kExtraTypeMcastAdd, g);
+    auto r = a.wait_tx(a.q(), 2);
+    ASSERT_EQ(r.size(), 2u);
+    (r[0].status == netif::kRspOkay ? ok : refused) += 1;
+  }
+  EXPECT_EQ(ok, 64u);
+  EXPECT_EQ(refused, 1u);
+  EXPECT_EQ(ctr(a.domid()).tx_mcast_refused, 1u);
+}
 
 }  // namespace
 }  // namespace xpv

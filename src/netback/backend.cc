@@ -107,6 +107,7 @@ void Backend::control_loop() {
     v->poll_reports(*xs_);
     v->shutdown(*xs_);
     (void)xs_->unwatch(v->frontend_path() + "/state", v->state_watch_token());
+    (void)xs_->unwatch(v->frontend_path() + "/request-multicast-control", v->mcast_watch_token());
   }
   (void)xs_->unwatch("@introduceDomain", kIntroToken);
   (void)xs_->unwatch("@releaseDomain", kReleaseToken);
@@ -123,6 +124,12 @@ void Backend::handle_watch(const XsWatchEvent& ev) {
     auto it = vifs_.find({static_cast<domid_t>(d), h});
     if (it == vifs_.end()) return;  // a vif already gone
     it->second->frontend_changed(*xs_);
+  } else if (ev.token.starts_with("mc/")) {
+    unsigned d = 0, h = 0;
+    if (std::sscanf(ev.token.c_str(), "mc/%u/%u", &d, &h) != 2) return;
+    auto it = vifs_.find({static_cast<domid_t>(d), h});
+    if (it == vifs_.end()) return;
+    it->second->multicast_control_changed(*xs_);
   }
 }
 
@@ -181,6 +188,15 @@ void Backend::add_domain(domid_t d) {
       log_warn("%s: watching the frontend's state: %s", v->name().c_str(), w.message().c_str());
       continue;
     }
+    // feature-dynamic-multicast-control: the frontend may change
+    // request-multicast-control at any time (xen_register_mcast_ctrl_watch).
+    if (cfg_.multicast_control && cfg_.dynamic_multicast_control) {
+      w = xs_->watch(v->frontend_path() + "/request-multicast-control", v->mcast_watch_token());
+      if (w.failed()) {
+        log_warn("%s: watching request-multicast-control: %s", v->name().c_str(),
+                 w.message().c_str());
+      }
+    }
     vifs_[{d, h}] = std::move(v);
   }
 }
@@ -197,6 +213,7 @@ void Backend::remove_domain(domid_t d) {
     }
     Vif& v = *it->second;
     (void)xs_->unwatch(v.frontend_path() + "/state", v.state_watch_token());
+    (void)xs_->unwatch(v.frontend_path() + "/request-multicast-control", v.mcast_watch_token());
     v.poll_reports(*xs_);
     v.release();
     if (retired_.size() == kMaxRetired) retired_.erase(retired_.begin());

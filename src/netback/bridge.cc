@@ -26,7 +26,7 @@ Result<std::shared_ptr<BridgeInbox>> BridgeInbox::create(uint32_t bytes, uint32_
   return in;
 }
 
-BridgeInbox::Push BridgeInbox::push(const uint8_t* data, uint32_t len, uint16_t flags,
+BridgeInbox::Push BridgeInbox::push(const uint8_t* data, uint32_t len, const FrameMeta& meta,
                                     uint64_t now_ns) {
   uint32_t before = 0;
   {
@@ -36,7 +36,7 @@ BridgeInbox::Push BridgeInbox::push(const uint8_t* data, uint32_t len, uint16_t 
     uint8_t* dst = f.reserve(len);
     if (!dst) return Push::kFull;
     std::memcpy(dst, data, len);
-    f.commit(len, flags, now_ns);
+    f.commit(len, meta, now_ns);
     before = pending_.load(std::memory_order_relaxed);
     pending_.store(before + 1, std::memory_order_release);
   }
@@ -297,7 +297,7 @@ std::vector<BridgeFdbEntry> Bridge::fdb_entries() const {
 // ---------------------------------------------------------------------------
 // The queue's side (a worker of the vif).
 
-void Queue::bridge_forward(const uint8_t* data, uint32_t len, uint16_t tx_flags, uint64_t now) {
+void Queue::bridge_forward(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now) {
   Bridge& br = *vif_.bridge;
   const PortTable& t = br.view(bridge_view_);
   const uint64_t self = vif_.bridge_port;
@@ -314,7 +314,7 @@ void Queue::bridge_forward(const uint8_t* data, uint32_t len, uint16_t tx_flags,
       }
       if (const BridgePort* p = t.find(hit->port)) {
         ctr_.bridge_unicast.add();
-        bridge_push(*p, data, len, tx_flags, now);
+        bridge_push(*p, data, len, tx, now);
         return;
       }
       // Learned on a vif that has just gone: unknown again.
@@ -322,16 +322,16 @@ void Queue::bridge_forward(const uint8_t* data, uint32_t len, uint16_t tx_flags,
   }
   ctr_.bridge_flooded.add();
   for (const auto& p : t.ports) {
-    if (p->id != self) bridge_push(*p, data, len, tx_flags, now);
+    if (p->id != self) bridge_push(*p, data, len, tx, now);
   }
 }
 
-void Queue::bridge_push(const BridgePort& p, const uint8_t* data, uint32_t len, uint16_t tx_flags,
+void Queue::bridge_push(const BridgePort& p, const uint8_t* data, uint32_t len, const FrameMeta& tx,
                         uint64_t now) {
   // The same queue index, modulo the target's queue count: one flow (one
   // source queue) stays on one target queue, in order.
   BridgeInbox& in = *p.rx[index() % p.rx.size()];
-  if (in.push(data, len, tx_flags, now) != BridgeInbox::Push::kQueued) ctr_.bridge_dropped.add();
+  if (in.push(data, len, tx, now) != BridgeInbox::Push::kQueued) ctr_.bridge_dropped.add();
 }
 
 void Queue::bridge_drain() {
@@ -341,7 +341,7 @@ void Queue::bridge_drain() {
   while (!in.empty()) {
     const RxFifo::Packet& p = in.front();
     // Queued when it was pushed: expiry counts from then.
-    rx_enqueue(in.data(p), p.len, rx_flags_for(p.flags), p.enqueued_ns);
+    rx_enqueue(in.data(p), p.len, p.meta, p.enqueued_ns);
     in.pop();
   }
 }

@@ -62,8 +62,8 @@ class BridgeInbox {
   // Two buffers of `bytes` and `packets` each (one filling, one draining).
   static Result<std::shared_ptr<BridgeInbox>> create(uint32_t bytes, uint32_t packets);
 
-  // Any thread. `flags` are the frame's NETTXF_* flags.
-  Push push(const uint8_t* data, uint32_t len, uint16_t flags, uint64_t now_ns);
+  // Any thread. `meta` is what the sender sent with the frame (NETTXF_*).
+  Push push(const uint8_t* data, uint32_t len, const FrameMeta& meta, uint64_t now_ns);
 
   // The owner. pending(): something was pushed since the last take().
   bool pending() const { return pending_.load(std::memory_order_acquire) != 0; }

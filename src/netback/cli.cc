@@ -30,6 +30,13 @@ Toolstack:
   --max-queues N           multi-queue-max-queues (default 8)
   --no-sg                  feature-sg=0 (default 1)
   --no-split-evtchn        feature-split-event-channels=0 (default 1)
+  --no-gso                 feature-gso-tcpv4/-tcpv6=0: no TSO from frontends
+                           (default 1, as Linux netback)
+  --no-ipv6-csum           feature-ipv6-csum-offload=0 (default 1)
+  --no-multicast-control   feature-multicast-control=0 (default 1)
+  --static-multicast-control
+                           feature-dynamic-multicast-control=0: the frontend's
+                           request-multicast-control counts at connect only
 
 Data path:
   --mode MODE              loopback: each TX packet comes back on the same
@@ -214,6 +221,18 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
     } else if (arg == "--no-split-evtchn") {
       XPV_TRY(flag());
       c.split_evtchn = false;
+    } else if (arg == "--no-gso") {
+      XPV_TRY(flag());
+      c.feature_gso = false;
+    } else if (arg == "--no-ipv6-csum") {
+      XPV_TRY(flag());
+      c.feature_ipv6_csum = false;
+    } else if (arg == "--no-multicast-control") {
+      XPV_TRY(flag());
+      c.multicast_control = false;
+    } else if (arg == "--static-multicast-control") {
+      XPV_TRY(flag());
+      c.dynamic_multicast_control = false;
     } else if (arg == "--busy-poll") {
       XPV_TRY(flag());
       c.busy_poll = true;

@@ -59,6 +59,13 @@ struct Config {
   uint32_t max_queues = 8;
   bool feature_sg = true;
   bool split_evtchn = true;
+  // Offloads offered to frontends (Linux netback offers all of them):
+  // feature-gso-tcpv4/-tcpv6 (we take TSO packets), feature-ipv6-csum-offload,
+  // feature-multicast-control and feature-dynamic-multicast-control.
+  bool feature_gso = true;
+  bool feature_ipv6_csum = true;
+  bool multicast_control = true;
+  bool dynamic_multicast_control = true;
 
   Mode mode = Mode::kLoopback;
   uint32_t source_size = 60;  // 60..65535

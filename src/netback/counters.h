@@ -13,31 +13,39 @@
 
 namespace xpv::netback {
 
-#define XPV_NETBACK_COUNTERS(X)                                                            \
-  X(tx_packets, "TX packets accepted (answered NETIF_RSP_OKAY)")                           \
-  X(tx_bytes, "bytes of accepted TX packets")                                              \
-  X(tx_error_responses, "TX slots answered NETIF_RSP_ERROR")                               \
-  X(tx_dropped_short, "TX packets dropped: first slot shorter than 14 bytes")              \
-  X(tx_dropped_too_many_slots, "TX packets dropped: 20 or 21 slots")                       \
-  X(tx_dropped_oversize_slot, "TX packets dropped: a slot bigger than the remaining size") \
-  X(tx_dropped_bad_grant, "TX packets dropped: a grant copy failed")                       \
-  X(rx_packets, "RX packets delivered to the frontend")                                    \
-  X(rx_bytes, "bytes of delivered RX packets")                                             \
-  X(rx_dropped_queue_full, "RX packets dropped: the backend's queue was full")             \
-  X(rx_dropped_expired, "RX packets dropped: queued longer than --rx-expire")              \
-  X(rx_dropped_stalled, "RX packets dropped while the guest RX was stalled")               \
-  X(rx_stalls, "times the guest RX stalled (no request for --rx-stall-timeout)")           \
-  X(rx_bad_requests, "RX slots answered NETIF_RSP_ERROR (grant copy failed)")              \
-  X(notifies_sent, "event channel notifications sent to the frontend")                     \
-  X(events, "events taken from the backend's event channel ports")                         \
-  X(spurious_events, "events whose handler found no work")                                 \
-  X(fatal_errors, "fatal errors (malicious frontend, failed handshake)")                   \
-  X(faults_injected, "faults injected by --fault")                                         \
-  X(connects, "successful handshakes (backend Connected)")                                 \
-  X(disconnects, "disconnections (queues torn down)")                                      \
-  X(bridge_unicast, "bridge: TX frames sent to the one vif their destination is on")       \
-  X(bridge_flooded, "bridge: TX frames flooded (broadcast, multicast, unknown dst)")       \
-  X(bridge_dropped_self, "bridge: TX frames dropped: destination on the sending vif")      \
+#define XPV_NETBACK_COUNTERS(X)                                                                \
+  X(tx_packets, "TX packets accepted (answered NETIF_RSP_OKAY)")                               \
+  X(tx_bytes, "bytes of accepted TX packets")                                                  \
+  X(tx_error_responses, "TX slots answered NETIF_RSP_ERROR")                                   \
+  X(tx_dropped_short, "TX packets dropped: first slot shorter than 14 bytes")                  \
+  X(tx_dropped_too_many_slots, "TX packets dropped: 20 or 21 slots")                           \
+  X(tx_dropped_oversize_slot, "TX packets dropped: a slot bigger than the remaining size")     \
+  X(tx_dropped_bad_grant, "TX packets dropped: a grant copy failed")                           \
+  X(tx_dropped_bad_csum, "TX packets dropped: partial checksum or GSO not on TCP/UDP over IP") \
+  X(tx_gso_packets, "TX packets with a GSO extra (the frontend's TSO)")                        \
+  X(tx_mcast_ops, "multicast filter add/del requests (answered OKAY)")                         \
+  X(tx_mcast_refused, "multicast filter adds refused: 64 addresses already")                   \
+  X(rx_packets, "RX packets delivered to the frontend")                                        \
+  X(rx_bytes, "bytes of delivered RX packets")                                                 \
+  X(rx_dropped_queue_full, "RX packets dropped: the backend's queue was full")                 \
+  X(rx_dropped_expired, "RX packets dropped: queued longer than --rx-expire")                  \
+  X(rx_dropped_stalled, "RX packets dropped while the guest RX was stalled")                   \
+  X(rx_stalls, "times the guest RX stalled (no request for --rx-stall-timeout)")               \
+  X(rx_bad_requests, "RX slots answered NETIF_RSP_ERROR (grant copy failed)")                  \
+  X(rx_gso_packets, "RX packets delivered whole with a GSO extra")                             \
+  X(rx_gso_segmented, "GSO packets cut into segments for a frontend without that GSO type")    \
+  X(rx_csum_completed, "partial checksums completed for a frontend without that offload")      \
+  X(rx_dropped_multicast, "RX multicast frames not in the frontend's filter dropped")          \
+  X(notifies_sent, "event channel notifications sent to the frontend")                         \
+  X(events, "events taken from the backend's event channel ports")                             \
+  X(spurious_events, "events whose handler found no work")                                     \
+  X(fatal_errors, "fatal errors (malicious frontend, failed handshake)")                       \
+  X(faults_injected, "faults injected by --fault")                                             \
+  X(connects, "successful handshakes (backend Connected)")                                     \
+  X(disconnects, "disconnections (queues torn down)")                                          \
+  X(bridge_unicast, "bridge: TX frames sent to the one vif their destination is on")           \
+  X(bridge_flooded, "bridge: TX frames flooded (broadcast, multicast, unknown dst)")           \
+  X(bridge_dropped_self, "bridge: TX frames dropped: destination on the sending vif")          \
   X(bridge_dropped, "bridge: copies dropped: target inbox full, target gone/disabled")
 
 // A plain copy of the counters.

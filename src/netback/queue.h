@@ -74,10 +74,11 @@ class Queue {
 
   struct RxSlot {
     netif::RxRequest req;
-    netif::RxResponse rsp;
+    netif::RxResponse rsp;  // or, for an extra-info slot, its netif_extra_info
+    int32_t op;             // its grant copy in rx_ops_, -1 for an extra-info slot
   };
   struct RxPacket {
-    uint32_t slot_begin, slot_end;  // into rx_slots_ and rx_ops_ (one op per slot)
+    uint32_t slot_begin, slot_end;  // into rx_slots_
     uint32_t len;
   };
 
@@ -108,7 +109,7 @@ class Queue {
   void tx_respond(uint16_t id, int16_t status, bool extra);
   void tx_write_response(uint16_t id, int16_t status, bool extra);
   void tx_push();
-  void tx_deliver(const uint8_t* data, uint32_t len, uint16_t tx_flags);
+  void tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx);
   void tx_release_late(uint64_t now);
 
   // ---- RX (rx.cc): xenvif_rx_action ----
@@ -116,26 +117,16 @@ class Queue {
   void rx_flush();
   bool rx_check_stall(uint64_t now);
   void rx_drop_expired(uint64_t now);
-  bool rx_enqueue(const uint8_t* data, uint32_t len, uint16_t rx_flags, uint64_t now);
-  // What the first RX response says about the checksum of a packet the
-  // frontend (this one or, bridged, another) sent with `tx_flags`
-  // (xenvif_rx_data_slot): a blank checksum stays blank when this frontend
-  // does checksum offload.
-  uint16_t rx_flags_for(uint16_t tx_flags) const {
-    uint16_t rx_flags = 0;
-    if ((tx_flags & netif::kTxCsumBlank) && vif_.ip_csum) {
-      rx_flags = netif::kRxCsumBlank | netif::kRxDataValidated;
-    } else if (tx_flags & netif::kTxDataValidated) {
-      rx_flags = netif::kRxDataValidated;
-    }
-    return rx_flags;
-  }
+  // A frame for this frontend, as a frontend (this one or, bridged, another)
+  // sent it: what Linux's stack and netback do on the way (rx_offload.cc).
+  bool rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
+  bool rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now);
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
 
   // ---- bridge mode (bridge.cc) ----
-  void bridge_forward(const uint8_t* data, uint32_t len, uint16_t tx_flags, uint64_t now);
-  void bridge_push(const BridgePort& p, const uint8_t* data, uint32_t len, uint16_t tx_flags,
+  void bridge_forward(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
+  void bridge_push(const BridgePort& p, const uint8_t* data, uint32_t len, const FrameMeta& tx,
                    uint64_t now);
   void bridge_drain();  // the inbox into the RX queue
   void bridge_close();  // the vif is disabled: refuse and drop what waits
@@ -172,7 +163,7 @@ class Queue {
   // ---- TX batch ----
   struct TxPacket {
     uint16_t first_id;
-    uint16_t flags;
+    FrameMeta meta;  // its NETTXF_* flags and GSO extra
     uint32_t extra_count;
     uint32_t nfrags;
     uint32_t frag_ids_at;  // into tx_frag_ids_

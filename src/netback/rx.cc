@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "netback/clock.h"
+#include "netback/offload.h"
 #include "netback/queue.h"
 #include "util/log.h"
 
@@ -18,7 +19,86 @@ uint32_t slots_for(uint32_t len) {
 }
 }  // namespace
 
-bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, uint16_t rx_flags, uint64_t now) {
+// What Linux does to a frame between a frontend's TX and this frontend's RX,
+// by what this frontend negotiated (xenvif_fix_features: no feature-sg, no
+// TSO; feature-no-csum-offload, no checksum offload; no
+// feature-ipv6-csum-offload, none for IPv6):
+//  - multicast not in its filter is dropped (request-multicast-control);
+//  - a GSO frame goes whole, with a GSO extra, to a frontend that takes
+//    that GSO type; otherwise the stack cuts it into MSS-sized segments;
+//  - a partial checksum stays partial (NETRXF_csum_blank | data_validated,
+//    xenvif_rx_data_slot) for a frontend that takes it; otherwise the stack
+//    completes it (skb_checksum_help) and we say it is valid;
+//  - NETTXF_data_validated becomes NETRXF_data_validated.
+bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now) {
+  const uint8_t* dst_mac = data;
+  if ((dst_mac[0] & 1) && vif_.multicast_control.load(std::memory_order_relaxed) &&
+      !(std::all_of(dst_mac, dst_mac + 6, [](uint8_t b) { return b == 0xff; })) &&
+      !vif_.mcast_match(dst_mac)) {
+    ctr_.rx_dropped_multicast.add();
+    return false;
+  }
+  constexpr uint16_t kPartial = netif::kRxCsumBlank | netif::kRxDataValidated;
+  const bool partial = (tx.flags & netif::kTxCsumBlank) != 0;
+  bool takes_partial = vif_.ip_csum;
+  if (partial) {
+    L4Layout l;
+    if (find_l4(data, len, &l) && l.ipv6) takes_partial = takes_partial && vif_.ipv6_csum;
+  }
+  if (tx.gso_type) {
+    if (vif_.can_sg && (vif_.gso_mask & (1u << tx.gso_type)) && takes_partial) {
+      ctr_.rx_gso_packets.add();
+      return rx_queue_frame(data, len, FrameMeta{kPartial, tx.gso_type, tx.gso_size}, now);
+    }
+    TcpSegmenter seg;
+    if (!seg.init(data, len, tx.gso_size)) {  // TX made sure it is TCP
+      ctr_.rx_dropped_queue_full.add();
+      return false;
+    }
+    ctr_.rx_gso_segmented.add();
+    bool all = true;
+    for (uint32_t i = 0; i < seg.count(); ++i) {
+      if (stalled_) {
+        ctr_.rx_dropped_stalled.add();
+        all = false;
+        continue;
+      }
+      uint8_t* out = fifo_.reserve(seg.size(i));
+      if (!out) {
+        ctr_.rx_dropped_queue_full.add();
+        all = false;
+        continue;
+      }
+      seg.build(i, out, takes_partial);
+      fifo_.commit(seg.size(i), FrameMeta{takes_partial ? kPartial : netif::kRxDataValidated}, now);
+    }
+    return all;
+  }
+  if (partial && !takes_partial) {
+    if (stalled_) {
+      ctr_.rx_dropped_stalled.add();
+      return false;
+    }
+    uint8_t* out = fifo_.reserve(len);
+    if (!out) {
+      ctr_.rx_dropped_queue_full.add();
+      return false;
+    }
+    std::memcpy(out, data, len);
+    if (complete_checksum(out, len)) ctr_.rx_csum_completed.add();
+    fifo_.commit(len, FrameMeta{netif::kRxDataValidated}, now);
+    return true;
+  }
+  uint16_t flags = 0;
+  if (partial) {
+    flags = kPartial;
+  } else if (tx.flags & netif::kTxDataValidated) {
+    flags = netif::kRxDataValidated;
+  }
+  return rx_queue_frame(data, len, FrameMeta{flags}, now);
+}
+
+bool Queue::rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now) {
   // Carrier off: the stack drops instead of queueing.
   if (stalled_) {
     ctr_.rx_dropped_stalled.add();
@@ -30,7 +110,7 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, uint16_t rx_flags, uin
     return false;
   }
   std::memcpy(dst, data, len);
-  fifo_.commit(len, rx_flags, now);
+  fifo_.commit(len, rx, now);
   return true;
 }
 
@@ -43,10 +123,11 @@ void Queue::rx_arm_event(uint32_t prod) {
 }
 
 // xenvif_rx_ring_slots_available(): the packet at the head fits the posted
-// requests (ceil(len / 4096) of them), else ask to be told about the next one.
+// requests (ceil(len / 4096) of them, one more for a GSO extra), else ask to
+// be told about the next one.
 bool Queue::rx_ready_for_head() {
   if (fifo_.empty()) return false;
-  const uint32_t needed = slots_for(fifo_.front().len);
+  const uint32_t needed = slots_for(fifo_.front().len) + (fifo_.front().meta.gso_type ? 1 : 0);
   auto a = rx_requests();
   if (a.overflow || a.count >= needed) return true;
   if (cfg_.busy_poll) return false;
@@ -67,7 +148,9 @@ bool Queue::rx_action() {
     const uint8_t* data = fifo_.data(p);
     RxPacket rp{static_cast<uint32_t>(rx_slots_.size()), 0, p.len};
     // xenvif_rx_skb() / xenvif_rx_data_slot(): one slot per page of data,
-    // at offset 0, id echoed, more_data on all but the last.
+    // at offset 0, id echoed, more_data on all but the last; the first
+    // carries the checksum flags and, before a GSO extra, extra_info.
+    // xenvif_rx_extra_slot(): the extra goes right after the first slot.
     uint32_t done = 0;
     bool first = true;
     while (done < p.len) {
@@ -81,12 +164,25 @@ bool Queue::rx_action() {
       done += chunk;
       RxSlot s{};
       s.req = req;
+      s.op = static_cast<int32_t>(rx_ops_.size() - 1);
       s.rsp.id = req.id;
       s.rsp.offset = 0;
-      s.rsp.flags =
-          static_cast<uint16_t>((done < p.len ? netif::kRxMoreData : 0) | (first ? p.flags : 0));
+      uint16_t flags = done < p.len ? netif::kRxMoreData : 0;
+      if (first) flags |= p.meta.flags | (p.meta.gso_type ? netif::kRxExtraInfo : 0);
+      s.rsp.flags = flags;
       s.rsp.status = static_cast<int16_t>(chunk);
       rx_slots_.push_back(s);
+      if (first && p.meta.gso_type) {
+        RxSlot x{};
+        x.req = rx_.take_request();
+        x.op = -1;
+        netif::ExtraInfo e{};
+        e.type = netif::kExtraTypeGso;
+        e.u.gso.type = p.meta.gso_type;
+        e.u.gso.size = p.meta.gso_size;
+        std::memcpy(&x.rsp, &e, sizeof e);
+        rx_slots_.push_back(x);
+      }
       first = false;
     }
     rp.slot_end = static_cast<uint32_t>(rx_slots_.size());
@@ -115,7 +211,7 @@ void Queue::rx_flush() {
     const uint64_t ordinal = rx_packets_total_;
     for (uint32_t i = p.slot_begin; i < p.slot_end; ++i) {
       RxSlot& slot = rx_slots_[i];
-      if (rx_ops_[i].status != 0) {
+      if (slot.op >= 0 && rx_ops_[static_cast<uint32_t>(slot.op)].status != 0) {
         // Linux stores the GNTST code; we answer NETIF_RSP_ERROR.
         slot.rsp.status = netif::kRspError;
         ctr_.rx_bad_requests.add();

@@ -38,11 +38,11 @@ uint8_t* RxFifo::reserve(uint32_t len) {
   return bytes_.get() + reserved_at_;
 }
 
-void RxFifo::commit(uint32_t len, uint16_t flags, uint64_t now_ns) {
+void RxFifo::commit(uint32_t len, const FrameMeta& meta, uint64_t now_ns) {
   Packet& p = descs_[(head_ + count_) % max_packets_];
   p.offset = reserved_at_;
   p.len = len;
-  p.flags = flags;
+  p.meta = meta;
   p.enqueued_ns = now_ns;
   ++count_;
   write_ = reserved_at_ + len;

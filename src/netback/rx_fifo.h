@@ -15,12 +15,21 @@
 
 namespace xpv::netback {
 
+// What travels with a frame besides its bytes: netif flags (NETTXF_* in a
+// bridge inbox, as the sender sent it; NETRXF_* in a queue's RX queue, as the
+// receiver gets it) and its GSO extra, if it is a GSO frame.
+struct FrameMeta {
+  uint16_t flags = 0;
+  uint8_t gso_type = 0;  // XEN_NETIF_GSO_TYPE_*
+  uint16_t gso_size = 0;
+};
+
 class RxFifo {
  public:
   struct Packet {
     uint32_t offset = 0;
     uint32_t len = 0;
-    uint16_t flags = 0;  // NETRXF_* for the first response
+    FrameMeta meta;
     uint64_t enqueued_ns = 0;
   };
 
@@ -30,7 +39,7 @@ class RxFifo {
   // Room for a packet of `len` bytes at the tail, or nullptr when the queue
   // is full. Fill it, then commit() it (or do not, to abandon it).
   uint8_t* reserve(uint32_t len);
-  void commit(uint32_t len, uint16_t flags, uint64_t now_ns);
+  void commit(uint32_t len, const FrameMeta& meta, uint64_t now_ns);
 
   bool empty() const { return count_ == 0; }
   uint32_t size() const { return count_; }

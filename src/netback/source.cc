@@ -72,7 +72,7 @@ bool Queue::source_generate(uint64_t now) {
     uint8_t* f = fifo_.reserve(size);
     if (f) {
       source_fill(f, size, source_seq_);
-      fifo_.commit(size, 0, now);
+      fifo_.commit(size, FrameMeta{}, now);
     } else {
       ctr_.rx_dropped_queue_full.add();
     }

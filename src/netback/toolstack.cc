@@ -44,9 +44,14 @@ std::vector<Vif::KeyValue> Vif::feature_keys() const {
       {"feature-sg", garbage           ? "yes"
                      : cfg_.feature_sg ? "1"
                                        : "0"},
-      {"feature-gso-tcpv4", garbage ? "true" : "0"},
-      {"feature-gso-tcpv6", "0"},
-      {"feature-ipv6-csum-offload", "0"},
+      {"feature-gso-tcpv4", garbage            ? "true"
+                            : cfg_.feature_gso ? "1"
+                                               : "0"},
+      {"feature-gso-tcpv6", cfg_.feature_gso ? "1" : "0"},
+      {"feature-ipv6-csum-offload", cfg_.feature_ipv6_csum ? "1" : "0"},
+      {"feature-multicast-control", cfg_.multicast_control ? "1" : "0"},
+      {"feature-dynamic-multicast-control",
+       cfg_.multicast_control && cfg_.dynamic_multicast_control ? "1" : "0"},
       {"feature-rx-copy", "1"},
       {"feature-rx-flip", "0"},
       {"feature-split-event-channels", garbage             ? "2"

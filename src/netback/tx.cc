@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "netback/clock.h"
+#include "netback/offload.h"
 #include "netback/queue.h"
 #include "util/log.h"
 
@@ -87,11 +88,22 @@ int Queue::tx_build_one(uint32_t work_to_do) {
     } while (more);
   }
 
-  // Multicast control: answered at once, no data (xenvif_mcast_add/del).
-  if (extras[netif::kExtraTypeMcastAdd - 1].type || extras[netif::kExtraTypeMcastDel - 1].type) {
-    tx_respond(first.id, netif::kRspOkay, false);
+  // Multicast control: answered at once, no data (xenvif_tx_build_gops:
+  // an ADD, else a DEL; xenvif_mcast_add refuses a 65th address).
+  const ExtraInfo& add = extras[netif::kExtraTypeMcastAdd - 1];
+  const ExtraInfo& del = extras[netif::kExtraTypeMcastDel - 1];
+  if (add.type || del.type) {
+    bool ok = true;
+    if (add.type) {
+      ok = vif_.mcast_add(add.u.mcast.addr);
+    } else {
+      vif_.mcast_del(del.u.mcast.addr);
+    }
+    (ok ? ctr_.tx_mcast_ops : ctr_.tx_mcast_refused).add();
+    tx_respond(first.id, ok ? netif::kRspOkay : netif::kRspError, false);
     for (uint32_t i = 0; i < extra_count; ++i)
       tx_respond(0, netif::kRspNull, true);
+    tx_push();
     return 0;
   }
 
@@ -179,7 +191,11 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   // Grant copies: the first slot's own data, then each later slot's.
   TxPacket p{};
   p.first_id = first.id;
-  p.flags = first.flags;
+  p.meta.flags = first.flags;
+  if (gso.type) {
+    p.meta.gso_type = gso.u.gso.type;
+    p.meta.gso_size = gso.u.gso.size;
+  }
   p.extra_count = extra_count;
   p.nfrags = slots;
   p.frag_ids_at = frag_ids_at;
@@ -244,7 +260,27 @@ void Queue::tx_flush() {
       if (ok) {
         ctr_.tx_packets.add();
         ctr_.tx_bytes.add(p.len);
-        tx_deliver(staging_.get() + p.staging_off, p.len, p.flags);
+        uint8_t* data = staging_.get() + p.staging_off;
+        FrameMeta meta = p.meta;
+        if (meta.gso_type) ctr_.tx_gso_packets.add();
+        // xenvif_tx_submit's checksum_setup(): a partial checksum (and a GSO
+        // packet) must be TCP/UDP over IP, else the packet is dropped; a GSO
+        // packet without NETTXF_csum_blank is made partial, its pseudo-header
+        // recalculated ("buggy peers can fail to set it").
+        if ((meta.flags & netif::kTxCsumBlank) || meta.gso_type) {
+          L4Layout l;
+          if (!find_l4(data, p.len, &l) || (meta.gso_type && !l.tcp)) {
+            ctr_.tx_dropped_bad_csum.add();
+            continue;
+          }
+          if (!(meta.flags & netif::kTxCsumBlank)) {
+            const uint16_t s = pseudo_header_sum(data, l, l.l4_len);
+            data[l.csum_off()] = static_cast<uint8_t>(s >> 8);
+            data[l.csum_off() + 1] = static_cast<uint8_t>(s);
+            meta.flags |= netif::kTxCsumBlank | netif::kTxDataValidated;
+          }
+        }
+        tx_deliver(data, p.len, meta);
         if (cfg_.mode != Mode::kSource) vif_.count_reconnect_packet();
       } else {
         log_debug("%s-q%u: grant copy of a TX packet failed", vif_.name.c_str(), index());
@@ -309,13 +345,13 @@ void Queue::tx_release_late(uint64_t now) {
   if (any) tx_push();
 }
 
-void Queue::tx_deliver(const uint8_t* data, uint32_t len, uint16_t tx_flags) {
+void Queue::tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx) {
   if (cfg_.mode != Mode::kLoopback) {
-    // The bridge's target computes the RX flags: its checksum offload counts.
-    if (cfg_.mode == Mode::kBridge) bridge_forward(data, len, tx_flags, now_ns());
+    // The bridge's target applies its own offloads (rx_enqueue).
+    if (cfg_.mode == Mode::kBridge) bridge_forward(data, len, tx, now_ns());
     return;  // sink, or source: TX is sunk
   }
-  rx_enqueue(data, len, rx_flags_for(tx_flags), now_ns());
+  rx_enqueue(data, len, tx, now_ns());
 }
 
 }  // namespace xpv::netback

@@ -56,6 +56,9 @@ class Vif {
   const std::string& frontend_path() const { return fe_path_; }
   const std::string& backend_path() const { return be_path_; }
   std::string state_watch_token() const;
+  std::string mcast_watch_token() const;
+  // The frontend's request-multicast-control changed (its watch fired).
+  void multicast_control_changed(XenStore& xs);
 
   // toolstack.cc: the frontend and backend directories, as xl writes them
   // (with a hostile-xenstore fault's values), and removes them.

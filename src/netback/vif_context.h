@@ -5,9 +5,11 @@
 // worker writes while running is atomic.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdarg>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "netback/config.h"
@@ -31,9 +33,15 @@ struct VifContext {
   std::string name;  // "vif<domid>.<handle>", as Linux names the netdev
 
   // Negotiated at connect (read_xenbus_vif_flags): fixed while workers run.
-  bool rx_notify = true;          // feature-rx-notify
-  bool can_sg = false;            // feature-sg
-  bool ip_csum = true;            // !feature-no-csum-offload
+  bool rx_notify = true;   // feature-rx-notify
+  bool can_sg = false;     // feature-sg
+  bool ip_csum = true;     // !feature-no-csum-offload
+  bool ipv6_csum = false;  // feature-ipv6-csum-offload: takes IPv6 partial checksums
+  uint8_t gso_mask = 0;    // bit per XEN_NETIF_GSO_TYPE_*: feature-gso-tcpv4/-tcpv6
+  // request-multicast-control (sampled at connect, and again on a change
+  // with feature-dynamic-multicast-control): multicast frames not in the
+  // filter are dropped.
+  std::atomic<bool> multicast_control{false};
   uint64_t stall_timeout_ns = 0;  // 0: RX stall detection off
   uint64_t drain_timeout_ns = 0;  // RX queue expiry
 
@@ -71,9 +79,23 @@ struct VifContext {
   // Queues whose guest RX is stalled (Linux's vif->stalled_queues).
   std::atomic<uint32_t> stalled_queues{0};
 
+  // The frontend's multicast filter (xenvif_mcast_add/del/match): at most
+  // XEN_NETBK_MCAST_MAX (64) addresses, edited by the TX workers, read by
+  // whichever worker delivers a multicast frame. Emptied at connect.
+  static constexpr uint32_t kMcastMax = 64;
+  bool mcast_add(const uint8_t* addr);
+  void mcast_del(const uint8_t* addr);
+  bool mcast_match(const uint8_t* addr) const;
+  void mcast_clear();
+
   // The control thread's eventfd.
   const int control_wake_fd;
   void wake_control() const;
+
+ private:
+  mutable std::mutex mcast_mu_;
+  std::array<Mac, kMcastMax> mcast_{};
+  uint32_t mcast_count_ = 0;
 };
 
 }  // namespace xpv::netback

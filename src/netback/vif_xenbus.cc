@@ -87,6 +87,19 @@ std::string Vif::state_watch_token() const {
   return format("fe/%u/%u", ctx_->domid, ctx_->handle);
 }
 
+std::string Vif::mcast_watch_token() const {
+  return format("mc/%u/%u", ctx_->domid, ctx_->handle);
+}
+
+// xen_mcast_ctrl_changed(): with feature-dynamic-multicast-control the
+// frontend may turn the filter on and off at any time.
+void Vif::multicast_control_changed(XenStore& xs) {
+  const bool on = read_unsigned(xs, fe_path_, "request-multicast-control", 0) != 0;
+  if (ctx_->multicast_control.exchange(on) != on) {
+    log_info("%s: multicast control %s", ctx_->name.c_str(), on ? "on" : "off");
+  }
+}
+
 void Vif::switch_state(XenStore& xs, XenbusState s) {
   // xenbus_switch_state().
   log_debug("%s: backend %s -> %s", ctx_->name.c_str(), state_name(be_state_), state_name(s));
@@ -233,6 +246,16 @@ bool Vif::connect(XenStore& xs) {
   c.rx_notify = read_unsigned(xs, fe, "feature-rx-notify", 0) != 0;
   c.can_sg = read_unsigned(xs, fe, "feature-sg", 0) != 0;
   c.ip_csum = read_unsigned(xs, fe, "feature-no-csum-offload", 0) == 0;
+  // read_xenbus_vif_flags(): what the frontend takes on its RX ring. GSO
+  // needs feature-sg too (xenvif_fix_features drops TSO without SG).
+  c.ipv6_csum = read_unsigned(xs, fe, "feature-ipv6-csum-offload", 0) != 0;
+  c.gso_mask = static_cast<uint8_t>(
+      (read_unsigned(xs, fe, "feature-gso-tcpv4", 0) ? 1u << netif::kGsoTypeTcpV4 : 0) |
+      (read_unsigned(xs, fe, "feature-gso-tcpv6", 0) ? 1u << netif::kGsoTypeTcpV6 : 0));
+  // The filter starts empty; it applies when the frontend asks for it.
+  c.mcast_clear();
+  c.multicast_control.store(cfg_.multicast_control &&
+                            read_unsigned(xs, fe, "request-multicast-control", 0) != 0);
   if (c.rx_notify) {
     c.drain_timeout_ns = cfg_.rx_expire_ms * 1'000'000;
     c.stall_timeout_ns = cfg_.rx_stall_timeout_ms * 1'000'000;
