@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "packet.h"
+#include "tcp_stream.h"
 #include "xpv/netfront.h"
 
 namespace {
@@ -63,6 +64,15 @@ struct Options {
   bool reap_tx_in_transmit = false;  // DeviceConfig::experiment_reap_tx_in_transmit
   bool expect_loss = false;          // gen: a sequence gap is loss, not disorder
   uint64_t events = 0;               // tx: stop once the queues took this many events
+  // --proto tcp|tcp6 (tcp_stream.h) and the offloads tried with it.
+  bool tcp = false;
+  bool tcp6 = false;
+  uint16_t tso_mss = 0;       // tx: TxPacket::gso_* for segments longer than this
+  bool csum_offload = false;  // tx: TxPacket::csum_partial
+  bool lro = false;           // DeviceConfig::rx_gso
+  bool rx_csum = true;        // DeviceConfig::rx_csum_offload
+  bool announce = false;      // one frame to our own mac first (a bridge learns us)
+  uint64_t rate = 0;          // tx: frames per second at most (0: as fast as it goes)
 };
 
 void usage(FILE* f) {
@@ -93,6 +103,17 @@ void usage(FILE* f) {
       "  --gap-ms MS              gen: idle time after each round: nothing sent, nothing\n"
       "                             polled (default 0); --json gets per-round timestamps\n"
       "  --proto raw|udp          gen: raw frames (ethertype 0x88b5) or IPv4/UDP (default raw)\n"
+      "  --proto tcp|tcp6         tx, sink: one TCP stream per queue over IPv4/IPv6, each\n"
+      "                             received segment's checksums and bytes checked (frames\n"
+      "                             to another mac are not counted)\n"
+      "  --csum-offload           tx, tcp: checksums left partial for the backend to complete\n"
+      "  --tso MSS                tx, tcp: segments longer than MSS go as one large packet\n"
+      "                             (up to --size 65535) that the backend cuts to MSS\n"
+      "  --lro                    take large TCP packets from the backend (feature-gso-tcpv4/6)\n"
+      "  --no-rx-csum             feature-no-csum-offload=1: the backend completes checksums\n"
+      "  --announce               send one frame to our own mac first, so that a learning\n"
+      "                             bridge knows where we are\n"
+      "  --rate N                 tx: N frames per second at most, over all queues"
       "  --dst-mac MAC            destination MAC (default 02:00:00:00:00:01)\n"
       "  --src-ip A.B.C.D         source IPv4 address (default 192.168.99.2)\n"
       "  --dst-ip A.B.C.D         destination IPv4 address (default 192.168.99.1)\n"
@@ -150,6 +171,12 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"experiment-reap-tx-in-transmit", no_argument, nullptr, 'X'},
                                  {"expect-loss", no_argument, nullptr, 'L'},
                                  {"events", required_argument, nullptr, 'E'},
+                                 {"tso", required_argument, nullptr, 'T'},
+                                 {"csum-offload", no_argument, nullptr, 'C'},
+                                 {"lro", no_argument, nullptr, 'O'},
+                                 {"no-rx-csum", no_argument, nullptr, 'K'},
+                                 {"announce", no_argument, nullptr, 'A'},
+                                 {"rate", required_argument, nullptr, 'V'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -229,8 +256,11 @@ int parse_args(int argc, char** argv, Options* o) {
           o->proto = pkt::Proto::kRaw;
         } else if (std::string(optarg) == "udp") {
           o->proto = pkt::Proto::kUdp;
+        } else if (std::string(optarg) == "tcp" || std::string(optarg) == "tcp6") {
+          o->tcp = true;
+          o->tcp6 = std::string(optarg) == "tcp6";
         } else {
-          return bad_arg("--proto", optarg, "expected raw or udp");
+          return bad_arg("--proto", optarg, "expected raw, udp, tcp or tcp6");
         }
         break;
       case 'M': {
@@ -270,6 +300,28 @@ int parse_args(int argc, char** argv, Options* o) {
           return bad_arg("--events", optarg, "expected 1 or more");
         o->events = v;
         break;
+      case 'T':
+        if (!parse_u64(optarg, &v) || v == 0 || v > 65535)
+          return bad_arg("--tso", optarg, "expected an MSS of 1..65535 bytes");
+        o->tso_mss = static_cast<uint16_t>(v);
+        break;
+      case 'C':
+        o->csum_offload = true;
+        break;
+      case 'O':
+        o->lro = true;
+        break;
+      case 'K':
+        o->rx_csum = false;
+        break;
+      case 'A':
+        o->announce = true;
+        break;
+      case 'V':
+        if (!parse_u64(optarg, &v) || v == 0)
+          return bad_arg("--rate", optarg, "expected 1 or more");
+        o->rate = v;
+        break;
       case 'h':
         usage(stdout);
         std::exit(0);
@@ -295,6 +347,29 @@ int parse_args(int argc, char** argv, Options* o) {
     return 2;
   }
   if (o->proto == pkt::Proto::kUdp && o->size_min < 60) o->size_min = 60;
+  if (o->tcp && o->role != "tx" && o->role != "sink") {
+    std::fprintf(stderr, "xpv-pktgen: --proto tcp/tcp6 needs --role tx or sink\n");
+    return 2;
+  }
+  if (o->rate && o->role != "tx") {
+    std::fprintf(stderr, "xpv-pktgen: --rate needs --role tx\n");
+    return 2;
+  }
+  if ((o->tso_mss || o->csum_offload) && !(o->tcp && o->role == "tx")) {
+    std::fprintf(stderr, "xpv-pktgen: --tso and --csum-offload need --role tx --proto tcp/tcp6\n");
+    return 2;
+  }
+  if (o->lro && !o->rx_csum) {
+    std::fprintf(stderr,
+                 "xpv-pktgen: --lro needs the checksum offload (large packets come with their "
+                 "checksum partial): drop --no-rx-csum\n");
+    return 2;
+  }
+  if (o->tcp && o->role == "tx" && o->size_min <= pkt::tcp_header_len(o->tcp6)) {
+    std::fprintf(stderr, "xpv-pktgen: --size %u: a TCP%s segment needs more than %u bytes\n",
+                 o->size_min, o->tcp6 ? "/IPv6" : "/IPv4", pkt::tcp_header_len(o->tcp6));
+    return 2;
+  }
   return 0;
 }
 
@@ -329,6 +404,17 @@ struct QueueStats {
   uint64_t lost = 0;     // in flight when the link went down, or never came back
   uint64_t next_expect = 0;
   uint64_t in_flight() const { return sent - received - lost; }
+  // --proto tcp
+  uint32_t tcp_seq = 0;             // tx: the stream's next byte
+  uint64_t tcp_payload_tx = 0;      // tx: stream bytes sent
+  uint64_t tcp_payload_rx = 0;      // sink: stream bytes received
+  uint64_t tcp_bad_checksum = 0;    // sink: an IPv4 or TCP checksum wrong
+  uint64_t tcp_oversize = 0;        // sink: over the MTU without a GSO extra
+  uint64_t tcp_wrong_gso_type = 0;  // sink: a GSO extra of the other IP version
+  uint64_t rx_lro_packets = 0;      // sink: large packets (RxPacket::gso_size)
+  uint64_t rx_csum_blank = 0;       // sink: NETRXF_csum_blank
+  uint64_t rx_data_validated = 0;   // sink: NETRXF_data_validated
+  pkt::TcpStreams streams;
 };
 
 // Recognises one of our numbered frames; returns its sequence number or
@@ -372,6 +458,9 @@ struct Round {
 
 struct Totals {
   uint64_t sent = 0, received = 0, bytes = 0, bytes_tx = 0, bad = 0, ooo = 0, foreign = 0, lost = 0;
+  uint64_t tcp_payload_tx = 0, tcp_payload_rx = 0, tcp_gap_bytes = 0, tcp_stream_end = 0,
+           tcp_bad_checksum = 0, tcp_oversize = 0, tcp_wrong_gso_type = 0, rx_lro_packets = 0,
+           rx_csum_blank = 0, rx_data_validated = 0;
 };
 
 void sleep_for_events(xpv::Device& d, uint32_t nq) {
@@ -382,6 +471,35 @@ void sleep_for_events(xpv::Device& d, uint32_t nq) {
   }
   pfds.push_back({d.control_fd(), POLLIN, 0});
   ::poll(pfds.data(), pfds.size(), 100);
+}
+
+// --proto tcp, receiving: one frame addressed to us, checked whole
+// (`scratch` holds the largest packet).
+void take_tcp(const xpv::RxPacket& p, const xpv::DeviceInfo& info, const Options& o,
+              uint8_t* scratch, QueueStats& s) {
+  head(p, scratch, p.len);
+  const bool blank = p.flags & xpv::kRxCsumBlank;
+  const pkt::TcpSegmentCheck c = pkt::check_tcp_segment(scratch, p.len, blank);
+  if (p.len < 6 || std::memcmp(scratch, info.mac.data(), 6) != 0 || !c.ours) {
+    ++s.foreign;  // not ours, or a copy a bridge flooded to everyone
+    return;
+  }
+  ++s.received;
+  s.bytes_rx += p.len;
+  s.tcp_payload_rx += c.payload;
+  if (!c.checksum_ok) ++s.tcp_bad_checksum;
+  if (o.verify && !c.payload_ok) ++s.bad_payload;
+  if (blank) ++s.rx_csum_blank;
+  if (p.flags & xpv::kRxDataValidated) ++s.rx_data_validated;
+  if (p.gso_size) {
+    ++s.rx_lro_packets;
+    // The GSO extra names the packet's own type.
+    const bool v6 = pkt::get16(scratch + 12) == pkt::kEthIpv6;
+    if (p.gso_type != (v6 ? xpv::kGsoTcpV6 : xpv::kGsoTcpV4)) ++s.tcp_wrong_gso_type;
+  } else if (p.len > pkt::kEthLen + info.mtu) {
+    ++s.tcp_oversize;
+  }
+  s.streams.take(c);
 }
 
 // ---- ping: ARP, then ICMP echo requests, each reply checked ---------------
@@ -483,6 +601,8 @@ int main(int argc, char** argv) {
   cfg.queues = o.queues;
   cfg.mode = o.mode;
   cfg.experiment_reap_tx_in_transmit = o.reap_tx_in_transmit;
+  cfg.rx_gso = o.lro;
+  cfg.rx_csum_offload = o.rx_csum;
   auto dev = xpv::Device::open(cfg);
   if (!dev) {
     std::fprintf(stderr, "xpv-pktgen: %s\n", dev.error().message.c_str());
@@ -504,6 +624,18 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::vector<QueueStats> st(o.queues);
+  if (o.announce) {
+    // To ourselves: a learning bridge learns our mac from it, and drops it
+    // (it would go back out the port it came in on).
+    uint8_t f[60];
+    pkt::numbered(f, sizeof f, 0, pkt::Proto::kRaw, info.mac, info.mac, 0, 0);
+    const xpv::TxSegment seg{f, sizeof f};
+    const xpv::TxPacket one{&seg, 1};
+    if (d.queue(0).transmit(std::span<const xpv::TxPacket>(&one, 1)) != 1) {
+      std::fprintf(stderr, "xpv-pktgen: --announce: the frame was not taken\n");
+      return 1;
+    }
+  }
   uint64_t link_downs = 0;
   d.set_link_callback([&](const xpv::DeviceEvent& e) {
     if (e.link == xpv::LinkState::kDown) {
@@ -600,6 +732,12 @@ int main(int argc, char** argv) {
           room = s.in_flight() < o.window ? o.window - s.in_flight() : 0;
         } else if (tx_only) {
           room = kBurst;
+          if (o.rate) {
+            // Paced: what the rate allows so far, shared by the queues.
+            const double allowed = (now_s() - t0) * static_cast<double>(o.rate) / o.queues;
+            room =
+                allowed > s.sent ? std::min<uint64_t>(kBurst, uint64_t(allowed) - s.sent + 1) : 0;
+          }
           if (o.window_given) {
             xpv::Queue::RingState rs = q.ring_state();
             // Poll mode: the poll loop runs the response handler (in event
@@ -609,7 +747,7 @@ int main(int argc, char** argv) {
               rs = q.ring_state();
             }
             const uint32_t held = rs.tx_in_flight + rs.tx_answered;
-            room = held < o.window ? o.window - held : 0;
+            room = std::min<uint64_t>(room, held < o.window ? o.window - held : 0);
           }
         }
         if (s.sent < quota(qi) && room > 0) {
@@ -618,6 +756,8 @@ int main(int argc, char** argv) {
           xpv::TxSegment segs[kBurst];
           xpv::TxPacket pkts[kBurst];
           bool lent[kBurst] = {};
+          uint32_t tcp_seq = s.tcp_seq;
+          uint32_t tcp_payload[kBurst];
           for (uint32_t i = 0; i < n; ++i) {
             const uint64_t seq = (uint64_t{qi} << 48) | (s.sent + i);
             const uint32_t len = size_for(o, s.sent + i);
@@ -625,11 +765,29 @@ int main(int argc, char** argv) {
             if (o.zero_copy && len <= xpv::kPageSize) p = q.tx_buffer();
             lent[i] = p != nullptr;
             if (!p) p = bufs[i].data();
-            pkt::numbered(p, len, seq, o.proto, o.dst_mac, info.mac, o.src_ip, o.dst_ip);
             segs[i] = {p, len};
             pkts[i] = {&segs[i], 1};
+            if (o.tcp) {
+              tcp_payload[i] = len - pkt::tcp_header_len(o.tcp6);
+              const bool tso = o.tso_mss && tcp_payload[i] > o.tso_mss;
+              pkts[i].csum_partial = o.csum_offload || tso;
+              pkt::tcp_segment(p, len, tcp_seq, o.tcp6,
+                               static_cast<uint16_t>(pkt::kTcpSrcPort + qi), pkts[i].csum_partial,
+                               {o.dst_mac, info.mac, o.src_ip, o.dst_ip});
+              if (tso) {
+                pkts[i].gso_type = o.tcp6 ? xpv::kGsoTcpV6 : xpv::kGsoTcpV4;
+                pkts[i].gso_size = o.tso_mss;
+              }
+              tcp_seq += tcp_payload[i];
+            } else {
+              pkt::numbered(p, len, seq, o.proto, o.dst_mac, info.mac, o.src_ip, o.dst_ip);
+            }
           }
           const uint16_t sent = q.transmit(std::span<const xpv::TxPacket>(pkts, n));
+          for (uint32_t i = 0; o.tcp && i < sent; ++i) {
+            s.tcp_seq += tcp_payload[i];
+            s.tcp_payload_tx += tcp_payload[i];
+          }
           for (uint32_t i = sent; i < n; ++i) {
             if (lent[i])
               q.tx_buffer_free(const_cast<uint8_t*>(static_cast<const uint8_t*>(segs[i].data)));
@@ -657,6 +815,10 @@ int main(int argc, char** argv) {
             ++nrefl;
             ++s.received;
             s.bytes_rx += p.len;
+            return true;
+          }
+          if (o.tcp) {
+            take_tcp(p, info, o, refl.data(), s);
             return true;
           }
           const pkt::Proto proto = o.role == "sink" ? pkt::Proto::kRaw : o.proto;
@@ -753,6 +915,17 @@ int main(int argc, char** argv) {
       t.ooo += s.out_of_order;
       t.foreign += s.foreign;
       t.lost += s.lost;
+      t.tcp_payload_tx += s.tcp_payload_tx;
+      t.tcp_payload_rx += s.tcp_payload_rx;
+      t.tcp_gap_bytes += s.streams.gap_bytes;
+      t.tcp_stream_end += s.streams.end();
+      t.ooo += s.streams.out_of_order;
+      t.tcp_bad_checksum += s.tcp_bad_checksum;
+      t.tcp_oversize += s.tcp_oversize;
+      t.tcp_wrong_gso_type += s.tcp_wrong_gso_type;
+      t.rx_lro_packets += s.rx_lro_packets;
+      t.rx_csum_blank += s.rx_csum_blank;
+      t.rx_data_validated += s.rx_data_validated;
     }
   }
   const double elapsed = now_s() - t0;
@@ -775,13 +948,20 @@ int main(int argc, char** argv) {
       "payload %" PRIu64 ", out of order %" PRIu64 ", foreign %" PRIu64 ", lost %" PRIu64 "\n",
       o.role.c_str(), t.sent, t.received, pps, elapsed > 0 ? rate_bytes * 8 / elapsed / 1e6 : 0.0,
       elapsed, t.bad, t.ooo, t.foreign, t.lost);
+  if (o.tcp) {
+    std::printf("xpv-pktgen: tcp: stream bytes sent %" PRIu64 ", received %" PRIu64
+                " (gaps %" PRIu64 "), bad checksums %" PRIu64 ", oversize %" PRIu64
+                "; large packets %" PRIu64 ", csum_blank %" PRIu64 ", data_validated %" PRIu64 "\n",
+                t.tcp_payload_tx, t.tcp_payload_rx, t.tcp_gap_bytes, t.tcp_bad_checksum,
+                t.tcp_oversize, t.rx_lro_packets, t.rx_csum_blank, t.rx_data_validated);
+  }
   std::printf("xpv-pktgen: notifies %" PRIu64 " (%.4f per packet), events %" PRIu64
               ", spurious %" PRIu64 ", delayed EOIs %" PRIu64 ", ring full %" PRIu64
               ", backend errors %" PRIu64 ", tx reaped in xmit %" PRIu64 ", link downs %" PRIu64
-              "\n",
+              ", tx dropped %" PRIu64 "\n",
               total.notifies, t.sent ? double(total.notifies) / t.sent : 0.0, total.events,
               total.spurious_events, total.delayed_eois, total.ring_full, total.backend_errors,
-              total.tx_reaped_in_xmit, link_downs);
+              total.tx_reaped_in_xmit, link_downs, total.tx_dropped);
   const uint64_t reconnects = d.reconnects();
   d.close();
   const auto acc = d.teardown_account();
@@ -807,6 +987,15 @@ int main(int argc, char** argv) {
           o.role.c_str(), t.sent, t.received, elapsed, pps,
           elapsed > 0 ? rate_bytes * 8 / elapsed / 1e6 : 0.0, t.bad, t.ooo, t.foreign, t.lost,
           stalled, link_downs, reconnects, acc.pages, acc.returned, acc.still_mapped);
+      std::fprintf(f,
+                   ",\"tcp_payload_tx\":%" PRIu64 ",\"tcp_payload_rx\":%" PRIu64
+                   ",\"tcp_gap_bytes\":%" PRIu64 ",\"tcp_stream_end\":%" PRIu64
+                   ",\"tcp_bad_checksum\":%" PRIu64 ",\"tcp_oversize\":%" PRIu64
+                   ",\"tcp_wrong_gso_type\":%" PRIu64 ",\"rx_lro_packets\":%" PRIu64
+                   ",\"rx_csum_blank\":%" PRIu64 ",\"rx_data_validated\":%" PRIu64,
+                   t.tcp_payload_tx, t.tcp_payload_rx, t.tcp_gap_bytes, t.tcp_stream_end,
+                   t.tcp_bad_checksum, t.tcp_oversize, t.tcp_wrong_gso_type, t.rx_lro_packets,
+                   t.rx_csum_blank, t.rx_data_validated);
       for (const auto& ci : xpv::kQueueCounterInfo) {
         std::fprintf(f, ",\"%s\":%" PRIu64, ci.name, xpv::counter_value(total, ci));
       }
@@ -828,5 +1017,6 @@ int main(int argc, char** argv) {
       (o.role == "ping" && t.lost) || stalled ||
       (gen && o.count && !o.seconds && t.received + t.lost < o.count * o.rounds);
   if (failed || t.bad || (gen && t.ooo) || lost_unexplained) return 3;
+  if (o.tcp && (t.ooo || t.tcp_bad_checksum || t.tcp_oversize || t.tcp_wrong_gso_type)) return 3;
   return 0;
 }

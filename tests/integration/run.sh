@@ -1,7 +1,8 @@
 #!/bin/bash
 # Integration checks with real processes. Called by scripts/run-tests.sh.
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
-# Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv).
+# Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
+# offload (offload.sh alone, also part of netfront).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=build
@@ -49,6 +50,12 @@ if want netfront; then
     source tests/integration/hostile_xenstore.sh
     check_hostile_xenstore
   fi
+  source tests/integration/offload.sh
+  check_offloads
+fi
+if [[ $ONLY == offload ]]; then
+  source tests/integration/offload.sh
+  check_offloads
 fi
 if want pmd; then
   source tests/integration/pmd.sh
