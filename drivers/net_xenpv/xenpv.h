@@ -37,9 +37,10 @@ struct xenpv_args {
   std::optional<xpv::MacAddr> mac;
   bool split_event_channels = true;
   uint32_t speed = RTE_ETH_SPEED_NUM_UNKNOWN;  // Mbps reported as link speed (netif has none)
+  bool csum = true;  // checksum offload (and TSO, LRO) where the backend offers it
 };
 
-// Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N"; on error
+// Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N,csum=0|1"; on error
 // `err` names the key and the expected form.
 bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err);
 extern const char* const xenpv_valid_args[];
@@ -50,6 +51,10 @@ constexpr uint16_t kXenpvRingSize = 256;
 // A frame may be the MTU plus an Ethernet header with one VLAN tag (as
 // virtio counts it).
 constexpr uint32_t kXenpvL2Overhead = RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+// mbufs of one TSO packet (up to 64 KiB): its segments are copied into at
+// most XEN_NETIF_NR_SLOTS_MIN granted pages, so the chain may be longer than
+// the 18 that any other packet may have (ethdev's nb_seg_max vs nb_mtu_seg_max).
+constexpr uint16_t kXenpvMaxTsoSegs = 64;
 
 // A counter written by one data-path thread and read by control threads
 // (stats, telemetry): relaxed atomics, no read-modify-write on the fast path.
@@ -64,13 +69,20 @@ struct xenpv_counter {
 
 // The PMD's own per-queue counters (xstats "rx_qN_<name>" / "tx_qN_<name>"),
 // beside the library's (include/xpv/counters.h).
-#define XENPV_RXQ_COUNTERS(X)                                                          \
-  X(nombuf, "mbuf allocation failures (the packet stays queued for the next burst)")   \
-  X(filtered_unicast, "unicast frames for another MAC dropped (promiscuous mode off)") \
-  X(filtered_multicast, "multicast frames not in the list dropped (all-multicast off)")
-#define XENPV_TXQ_COUNTERS(X)                                             \
-  X(refused_mtu, "frames longer than the MTU plus the L2 header refused") \
-  X(refused_segs, "mbuf chains of more segments than a packet may have slots refused")
+#define XENPV_RXQ_COUNTERS(X)                                                           \
+  X(nombuf, "mbuf allocation failures (the packet stays queued for the next burst)")    \
+  X(filtered_unicast, "unicast frames for another MAC dropped (promiscuous mode off)")  \
+  X(filtered_multicast, "multicast frames not in the list dropped (all-multicast off)") \
+  X(lro_packets, "large packets received (several TCP segments, RTE_MBUF_F_RX_LRO)")    \
+  X(csum_software, "partial checksums completed here (RX checksum offload not enabled)")
+#define XENPV_TXQ_COUNTERS(X)                                                           \
+  X(refused_mtu, "frames longer than the MTU plus the L2 header refused")               \
+  X(refused_segs, "mbuf chains longer than 18 segments (64 for TSO) refused")           \
+  X(refused_offload,                                                                    \
+    "TSO or IPv4 checksum requests with headers beyond the first segment refused")      \
+  X(tso_packets, "packets sent for the backend to segment (TSO)")                       \
+  X(csum_offloaded, "packets sent with a partial checksum for the backend to complete") \
+  X(csum_software, "IPv6 checksums completed here (the backend has no IPv6 checksum offload)")
 
 // The MAC filter the RX burst applies before it allocates an mbuf: a
 // netif backend (a bridge port) hands over whatever the bridge floods.
@@ -147,6 +159,7 @@ struct xenpv_internals {
   bool mac_chosen_by_app = false;
   uint16_t port_id = 0;
   bool started = false;
+  bool lro = false;  // the library device takes GSO packets (opened with rx_gso)
   xpv::BackendFeatures features;
   xenpv_rx_filter filter;
   std::atomic<uint32_t> max_frame{RTE_ETHER_MTU + kXenpvL2Overhead};  // TX: MTU + L2 header
@@ -169,8 +182,15 @@ struct xenpv_internals {
   bool reset_event_pending = false;
 };
 
+// Completes the partial TCP/UDP checksum of `m` in software (the bursts,
+// where the other side cannot); false when `m` is not TCP/UDP over IP.
+// `field_at` and `old`, if given, get the field's place and its value before.
+bool xenpv_complete_l4_checksum(struct rte_mbuf* m, uint8_t** field_at = nullptr,
+                                uint16_t* old = nullptr);
+
 uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);
 uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);
+uint16_t xenpv_tx_prepare(void* queue, struct rte_mbuf** pkts, uint16_t n);
 
 // xenpv_intr.cc: rx interrupts (the queues' event fds in dev->intr_handle),
 // rte_power_monitor support and tx_done_cleanup.

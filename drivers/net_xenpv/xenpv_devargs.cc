@@ -2,7 +2,8 @@
 // net_xenpv device arguments, one parser per key (as memif does), each
 // failing with the key's name and the form it expects.
 //
-//   --vdev net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000
+//   --vdev
+//   net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000,csum=1
 #include <rte_kvargs.h>
 
 #include <cerrno>
@@ -13,7 +14,7 @@
 #include "xenpv.h"
 
 const char* const xenpv_valid_args[] = {"vif",   "backend", "queues", "mac",
-                                        "split", "speed",   nullptr};
+                                        "split", "speed",   "csum",   nullptr};
 
 namespace {
 
@@ -85,16 +86,26 @@ int set_mac(const char* key, const char* v, void* opaque) {
   return 0;
 }
 
-int set_split(const char* key, const char* v, void* opaque) {
-  auto* c = static_cast<Ctx*>(opaque);
+// A 0|1 argument into *field; `what` says what 1 means.
+int set_flag(Ctx* c, const char* key, const char* v, bool* field, const char* what) {
   std::string s = v ? v : "";
   if (s == "0" || s == "1") {
-    c->out->split_event_channels = s == "1";
+    *field = s == "1";
     return 0;
   }
-  *c->err = xpv::format("%s='%s': expected 0 or 1 (use split event channels when offered)", key,
-                        s.c_str());
+  *c->err = xpv::format("%s='%s': expected 0 or 1 (%s)", key, s.c_str(), what);
   return -1;
+}
+
+int set_split(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  return set_flag(c, key, v, &c->out->split_event_channels,
+                  "use split event channels when offered");
+}
+
+int set_csum(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  return set_flag(c, key, v, &c->out->csum, "checksum offload, TSO and LRO when offered");
 }
 
 // netif has no link speed: the PMD reports what speed= says (as virtio's
@@ -143,7 +154,7 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
       if (!known) {
         *err = xpv::format(
             "unknown device argument '%s' (valid: vif=N, backend=xen|sim:PATH, "
-            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS)",
+            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS, csum=0|1)",
             key.c_str());
         return false;
       }
@@ -172,8 +183,9 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
   struct {
     const char* key;
     arg_handler_t fn;
-  } handlers[] = {{"vif", set_vif}, {"backend", set_backend}, {"queues", set_queues},
-                  {"mac", set_mac}, {"split", set_split},     {"speed", set_speed}};
+  } handlers[] = {{"vif", set_vif},  {"backend", set_backend}, {"queues", set_queues},
+                  {"mac", set_mac},  {"split", set_split},     {"speed", set_speed},
+                  {"csum", set_csum}};
   bool ok = true;
   for (auto& h : handlers) {
     if (rte_kvargs_process(kv, h.key, h.fn, &ctx) < 0) {

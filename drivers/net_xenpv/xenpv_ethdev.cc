@@ -192,8 +192,9 @@ void close_device(struct rte_eth_dev* dev) {
   p->link_changes_pending = 0;
 }
 
-// Opens (or re-opens) the library device with `queues` queues.
-int open_device(struct rte_eth_dev* dev, uint32_t queues) {
+// Opens (or re-opens) the library device with `queues` queues; with `lro`
+// it takes GSO packets (feature-gso-tcpv4/-tcpv6 written at connect).
+int open_device(struct rte_eth_dev* dev, uint32_t queues, bool lro) {
   xenpv_internals* p = priv(dev);
   close_device(dev);
   xpv::DeviceConfig cfg;
@@ -203,6 +204,8 @@ int open_device(struct rte_eth_dev* dev, uint32_t queues) {
   cfg.mac = p->args.mac;
   cfg.split_event_channels = p->args.split_event_channels;
   cfg.mode = xpv::QueueMode::kPoll;
+  cfg.rx_csum_offload = p->args.csum;
+  cfg.rx_gso = lro;
   auto d = xpv::Device::open(cfg);
   if (!d) {
     XENPV_LOG(ERR, "%s: %s", dev->data->name, d.error().message.c_str());
@@ -213,6 +216,7 @@ int open_device(struct rte_eth_dev* dev, uint32_t queues) {
     p->dev = std::move(*d);
     p->dev->set_link_callback([p](const xpv::DeviceEvent& e) { note_link_change(p, e); });
     p->features = p->dev->info().features;
+    p->lro = lro;
   }
   return control_install(dev);
 }
@@ -276,9 +280,11 @@ int xenpv_dev_configure(struct rte_eth_dev* dev) {
               dev->data->name, want, limit);
     return -EINVAL;
   }
-  // ethdev validated rxmode.mtu against max_mtu and made it the port's MTU.
+  // ethdev validated rxmode.mtu against max_mtu and made it the port's MTU,
+  // and the offloads against dev_infos_get's.
   set_mtu(p, dev->data->mtu);
-  if (!p->dev || p->dev->num_queues() != want) return open_device(dev, want);
+  const bool lro = (dev->data->dev_conf.rxmode.offloads & RTE_ETH_RX_OFFLOAD_TCP_LRO) != 0;
+  if (!p->dev || p->dev->num_queues() != want || p->lro != lro) return open_device(dev, want, lro);
   return 0;
 }
 
@@ -306,7 +312,8 @@ int xenpv_dev_start(struct rte_eth_dev* dev) {
   if (!p->dev) {
     // The last configure or reset could not open the vif (e.g. the backend
     // was away): try again now.
-    int rc = open_device(dev, netif_queues(dev));
+    int rc = open_device(dev, netif_queues(dev),
+                         (dev->data->dev_conf.rxmode.offloads & RTE_ETH_RX_OFFLOAD_TCP_LRO) != 0);
     if (rc < 0) return rc;
   }
   {
@@ -385,7 +392,7 @@ int xenpv_dev_reset(struct rte_eth_dev* dev) {
   const uint32_t queues = p->dev
                               ? p->dev->num_queues()
                               : std::max({p->args.queues, uint32_t{dev->data->nb_rx_queues}, 1u});
-  return open_device(dev, queues);
+  return open_device(dev, queues, p->lro);
 }
 
 int xenpv_link_update(struct rte_eth_dev* dev, int /*wait_to_complete*/) {
@@ -589,9 +596,24 @@ int xenpv_dev_infos_get(struct rte_eth_dev* dev, struct rte_eth_dev_info* info) 
   info->max_tx_queues = maxq;
   info->min_rx_bufsize = 64;
   // Multi-slot packets arrive as mbuf chains; chains are sent as multi-slot
-  // packets (needs the backend's feature-sg). No checksum or TSO offload.
+  // packets (needs the backend's feature-sg). Checksum offload (csum=1, the
+  // default) both ways: netback completes partial TCP/UDP checksums we send
+  // (IPv6 ones only with its feature-ipv6-csum-offload; without it the TX
+  // burst completes them), and hands us partial ones (RTE_MBUF_F_RX_L4_CKSUM_NONE,
+  // or completed by the RX burst when the application did not enable the
+  // offload). TSO with the backend's feature-gso-tcpv4 and -tcpv6; LRO: we
+  // advertise feature-gso-tcpv4/-tcpv6 and netback hands over TCP packets of
+  // up to 64 KiB.
   info->rx_offload_capa = RTE_ETH_RX_OFFLOAD_SCATTER;
   info->tx_offload_capa = p->features.sg ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
+  if (p->args.csum) {
+    info->rx_offload_capa |=
+        RTE_ETH_RX_OFFLOAD_TCP_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_LRO;
+    info->tx_offload_capa |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+    if (p->features.sg && p->features.gso_tcpv4 && p->features.gso_tcpv6)
+      info->tx_offload_capa |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+    info->max_lro_pkt_size = xpv::kMaxPacketLen;
+  }
   // One ring size: ethdev refuses any other descriptor count with these
   // limits, and rte_eth_dev_adjust_nb_rx_tx_desc turns any into 256.
   for (struct rte_eth_desc_lim* l : {&info->rx_desc_lim, &info->tx_desc_lim}) {
@@ -601,8 +623,10 @@ int xenpv_dev_infos_get(struct rte_eth_dev* dev, struct rte_eth_dev_info* info) 
   }
   // A packet takes at most XEN_NETIF_NR_SLOTS_MIN (18) slots: the TX burst
   // refuses longer chains (their segments are copied, so without feature-sg
-  // a chain still goes out as one slot when it fits one page).
-  info->tx_desc_lim.nb_seg_max = xpv::kMaxTxSlots;
+  // a chain still goes out as one slot when it fits one page). A TSO packet
+  // is copied into at most 17 pages whatever its chain: up to 64 mbufs.
+  info->tx_desc_lim.nb_seg_max =
+      (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO) ? kXenpvMaxTsoSegs : xpv::kMaxTxSlots;
   info->tx_desc_lim.nb_mtu_seg_max = xpv::kMaxTxSlots;
   info->default_rxportconf.ring_size = kXenpvRingSize;
   info->default_txportconf.ring_size = kXenpvRingSize;
@@ -879,12 +903,13 @@ int xenpv_probe(struct rte_vdev_device* vdev) {
   dev->dev_ops = &xenpv_ops;
   dev->rx_pkt_burst = xenpv_rx_burst;
   dev->tx_pkt_burst = xenpv_tx_burst;
+  dev->tx_pkt_prepare = xenpv_tx_prepare;
   dev->rx_queue_count = xenpv_rx_queue_count;
   dev->rx_descriptor_status = xenpv_rx_descriptor_status;
   dev->tx_descriptor_status = xenpv_tx_descriptor_status;
   // Open the vif now: it checks the platform and reads the backend's limits
   // (queues, MTU) that dev_infos_get reports. Connecting waits for start.
-  int rc = open_device(dev, args.queues ? args.queues : 1);
+  int rc = open_device(dev, args.queues ? args.queues : 1, /*lro=*/false);
   if (rc < 0) {
     p->~xenpv_internals();
     rte_eth_dev_release_port(dev);  // frees dev_private

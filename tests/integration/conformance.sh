@@ -2,62 +2,10 @@
 # Conformance of net_xenpv with what DPDK documents for an ethdev port, seen
 # only through independent tools: testpmd's own commands (driven through a
 # pipe) and dpdk-telemetry.py. Sourced by tests/integration/run.sh after
-# pmd.sh (uses EAL, PMD_SO, NETBACK, PKTGEN, TP_MAC).
+# pmd.sh and testpmd_session.sh (uses EAL, PMD_SO, NETBACK, PKTGEN, TP_MAC,
+# ts_*).
 
 TP_MAC=${TP_MAC:-00:16:3e:00:01:00}  # the first frontend on a bridge is domain 1
-
-# ---- an interactive testpmd on a pipe ------------------------------------------
-# ts_start NAME VDEV [testpmd args...]: telemetry on (no --no-shconf: EAL
-# needs its runtime dir for the socket), file prefix NAME-$$.
-ts_start() {
-  local name=$1 vdev=$2; shift 2
-  TS_LOG=$RUN/$name.log
-  TS_PREFIX=xpvc$$$name
-  mkfifo "$RUN/$name.fifo"
-  local eal=() a
-  for a in "${EAL[@]}"; do [[ $a == --no-shconf ]] || eal+=("$a"); done
-  # Line-buffered: the output of a command is in the log before the next prompt.
-  stdbuf -oL dpdk-testpmd "${eal[@]}" --file-prefix "$TS_PREFIX" --vdev "$vdev" -- -i \
-    --total-num-mbufs=8192 "$@" <"$RUN/$name.fifo" >"$TS_LOG" 2>&1 &
-  TS_PID=$!
-  PIDS+=("$TS_PID")
-  exec 8>"$RUN/$name.fifo"
-  wait_log "$TS_LOG" "testpmd> " "$TS_PID" 400
-}
-
-# ts_cmd COMMAND: runs one command and waits for the next prompt; its output
-# is in TS_OUT.
-ts_cmd() {
-  local before n i
-  before=$(stat -c %s "$TS_LOG")
-  n=$(grep -o 'testpmd> ' "$TS_LOG" | wc -l)
-  printf '%s\n' "$1" >&8
-  for ((i = 0; i < 600; i++)); do
-    (($(grep -o 'testpmd> ' "$TS_LOG" | wc -l) > n)) && break
-    kill -0 "$TS_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  TS_OUT=$(tail -c +$((before + 1)) "$TS_LOG")
-}
-
-ts_quit() {
-  printf 'quit\n' >&8
-  exec 8>&-
-  local i
-  for i in $(seq 300); do kill -0 "$TS_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$TS_PID" 2>/dev/null
-  wait "$TS_PID"
-}
-
-# xstat NAME: the value of one xstat in the last `show port xstats 0`.
-xstat() { sed -nE "s/^ *$1: +([0-9]+)\$/\\1/p" <<<"$XSTATS" | tail -1; }
-read_xstats() {
-  ts_cmd "show port xstats 0"
-  XSTATS=$TS_OUT
-}
-
-# telemetry QUERY: one dpdk-telemetry.py answer (JSON) of the session's app.
-telemetry() { printf '%s\n' "$1" | timeout 20 dpdk-telemetry.py -f "$TS_PREFIX" 2>&1 | tail -1; }
 
 # inject MAC N: a second frontend on the bridge sends N raw frames to MAC
 # (nothing answers them: xpv-pktgen reports them lost, which is expected).
@@ -67,8 +15,6 @@ inject() {
   sleep 0.3
 }
 
-# has TEXT: the last command's output contains TEXT.
-has() { grep -qF -- "$1" <<<"$TS_OUT"; }
 
 conformance_bridge_session() {
   nb_start cf --mode bridge || { fail conf-setup "netback did not start"; return; }
@@ -86,7 +32,8 @@ conformance_bridge_session() {
   local want
   for want in "Link speed: Unknown" "Max possible number of RXDs per queue: 256" \
     "Min possible number of RXDs per queue: 256" "Max possible number of TXDs per queue: 256" \
-    "Min possible number of TXDs per queue: 256" "Max segment number per packet: 18"; do
+    "Min possible number of TXDs per queue: 256" "Max segment number per packet: 64" \
+    "Max segment number per MTU/TSO segment: 18"; do
     has "$want" || bad+=" [missing '$want']"
   done
   ts_cmd "show rxq info 0 0"
@@ -103,7 +50,7 @@ conformance_bridge_session() {
   ts_cmd "port start 0"
   has "Fail" && bad+=" [256 rx descriptors refused]"
   if [[ -z $bad ]]; then
-    pass conf-desc-info "256 descriptors (min = max) in port info and rxq/txq info, 128 refused; 18 segments; speed unknown; burst modes named"
+    pass conf-desc-info "256 descriptors (min = max) in port info and rxq/txq info, 128 refused; 18 segments a packet (64 a TSO packet); speed unknown; burst modes named"
   else
     fail conf-desc-info "$bad (log $TS_LOG)"
   fi

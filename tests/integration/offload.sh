@@ -29,18 +29,22 @@ offload_run() {
   done
   local mac
   mac=$(sed -nE 's/.* mac ([0-9a-fA-F:]+) .*/\1/p' <<<"$line")
-  if [[ -z $mac ]]; then
+  # Through a DPDK application between the two (OFF_VIA: a function called
+  # "start NAME SINK_MAC", which sets OFF_DST, then "stop NAME").
+  OFF_DST=$mac
+  if [[ -z $mac ]] || { [[ -n ${OFF_VIA:-} ]] && ! $OFF_VIA start "$name" "$mac"; }; then
     kill -INT $sink 2>/dev/null
     nb_stop $nb
     return 1
   fi
   # shellcheck disable=SC2086
-  timeout 120 "$PKTGEN" --platform "sim:$RUN/$name.sock" --role tx --dst-mac "$mac" --quiet \
+  timeout 120 "$PKTGEN" --platform "sim:$RUN/$name.sock" --role tx --dst-mac "$OFF_DST" --quiet \
     --json "$RUN/$name-tx.json" $tx_opts >"$RUN/$name-tx.log" 2>&1
   OFF_TX_RC=$?
   # The sender is paced (--rate) below what the sink takes: 1 s after it
   # finished, what was on its way has arrived.
   sleep 1
+  [[ -n ${OFF_VIA:-} ]] && $OFF_VIA stop "$name"
   kill -INT $sink 2>/dev/null
   wait $sink
   OFF_SINK_RC=$?
@@ -49,21 +53,28 @@ offload_run() {
 }
 
 # offload_judge NAME WHAT CONDITION...: pass when every python condition holds over the
-# run's documents s (sink), t (sender), n (netback totals).
+# run's documents s (sink), t (sender), n (netback totals) and x (what OFF_VIA
+# left in NAME-via.json: the DPDK application's counters).
 offload_judge() {
   local name=$1 what=$2
   shift 2
   local verdict
-  verdict=$(python3 - "$RUN/$name-sink.json" "$RUN/$name-tx.json" "$RUN/$name.json" "$@" <<'EOF'
-import json, sys
+  verdict=$(python3 - "$RUN/$name-sink.json" "$RUN/$name-tx.json" "$RUN/$name.json" "$RUN/$name-via.json" "$@" <<'EOF'
+import json, os, sys
 try:
     s = json.load(open(sys.argv[1]))
     t = json.load(open(sys.argv[2]))
     n = json.load(open(sys.argv[3]))["totals"]
+    x = json.load(open(sys.argv[4])) if os.path.exists(sys.argv[4]) else {}
 except Exception as e:
     print("no results: %s" % e)
     sys.exit(0)
-bad = [c for c in sys.argv[4:] if not eval(c)]
+def ev(c):
+    try:
+        return eval(c)
+    except Exception as e:
+        return False
+bad = [c for c in sys.argv[5:] if not ev(c)]
 if bad:
     print("; ".join(bad) + " | sink: " + ", ".join("%s=%s" % (k, s[k]) for k in (
         "received", "tcp_payload_rx", "tcp_gap_bytes", "tcp_bad_checksum", "bad_payload",
@@ -71,7 +82,8 @@ if bad:
         "rx_data_validated", "backend_errors")) +
         " | tx: tcp_payload_tx=%s tx_dropped=%s" % (t["tcp_payload_tx"], t["tx_dropped"]) +
         " | netback: " + ", ".join("%s=%s" % (k, v) for k, v in n.items()
-                                  if v and any(w in k for w in ("gso", "csum", "drop", "fatal"))))
+                                  if v and any(w in k for w in ("gso", "csum", "drop", "fatal"))) +
+        (" | via: " + ", ".join("%s=%s" % (k, v) for k, v in x.items() if v) if x else ""))
 EOF
 )
   if [[ -z $verdict && $OFF_TX_RC == 0 && $OFF_SINK_RC == 0 && $OFF_NB_RC == 0 ]]; then

@@ -2,7 +2,8 @@
 # Integration checks with real processes. Called by scripts/run-tests.sh.
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
 # Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
-# offload (offload.sh alone, also part of netfront).
+# offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
+# alone, also part of pmd).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=build
@@ -57,11 +58,24 @@ if [[ $ONLY == offload ]]; then
   source tests/integration/offload.sh
   check_offloads
 fi
+if [[ $ONLY == pmd-offload ]]; then
+  source scripts/pmd-path.sh
+  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
+  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
+  source tests/integration/testpmd_session.sh
+  source tests/integration/offload.sh
+  source tests/integration/pmd_offload.sh
+  check_pmd_offloads
+fi
 if want pmd; then
   source tests/integration/pmd.sh
   # EAL is set once pmd.sh found the PMD (it fails the group otherwise).
   if [[ -n ${EAL+set} ]]; then
+    source tests/integration/testpmd_session.sh
     source tests/integration/conformance.sh
+    source tests/integration/offload.sh
+    source tests/integration/pmd_offload.sh
+    check_pmd_offloads
     source tests/integration/control.sh
     if [[ -f tests/integration/hostile_xenstore.sh ]]; then
       source tests/integration/hostile_xenstore.sh

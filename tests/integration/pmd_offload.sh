@@ -1,0 +1,118 @@
+#!/bin/bash
+# net_xenpv's offloads as a DPDK application uses them: testpmd forwarding a
+# TCP stream between two net_xenpv ports (vif 0 and vif 1 of one domain on
+# xpv-netback's bridge), from one xpv-pktgen guest to another that recomputes
+# every checksum and checks every byte (offload.sh's offload_run and
+# offload_judge). testpmd's csum engine sets the offload flags (`csum set tcp
+# hw`, `tso set`), its counters come from `show port xstats`.
+# Sourced by tests/integration/run.sh after conformance.sh (ts_start, ts_cmd,
+# ts_quit) and offload.sh.
+
+# pmd_via start NAME SINK_MAC | stop NAME: testpmd between the sender and the
+# sink (OFF_VIA for offload_run). PV_FWD: the forwarding engine; PV_CMDS: the
+# commands run with the ports stopped. Port 1 sends to the sink's mac.
+pmd_via() {
+  local name=$2
+  if [[ $1 == start ]]; then
+    ts_start "$name-tp" "net_xenpv0,backend=sim:$RUN/$name.sock,vif=0 net_xenpv1,backend=sim:$RUN/$name.sock,vif=1" \
+      --forward-mode="$PV_FWD" --eth-peer="1,$3" || return 1
+    PV_ERRORS=""
+    # Promiscuous off: frames the bridge floods to port 1 (port 0's mac is
+    # never learned: it sends nothing) are not forwarded back.
+    ts_cmd "set promisc all off"
+    ts_cmd "port stop all"
+    local c
+    for c in "${PV_CMDS[@]}"; do
+      ts_cmd "$c"
+      grep -qiE "error|fail|invalid|not supported|bad arguments" <<<"$TS_OUT" &&
+        PV_ERRORS+=" [$c: $(tr '\n' ' ' <<<"$TS_OUT" | cut -c1-160)]"
+    done
+    ts_cmd "port start all"
+    has "Fail" && PV_ERRORS+=" [port start: $(tr '\n' ' ' <<<"$TS_OUT" | cut -c1-160)]"
+    # Port 0's mac, where the sender sends (after the restart: a port that
+    # reconnects for another offload set is another simulated domain).
+    ts_cmd "show port info 0"
+    OFF_DST=$(sed -nE 's/^MAC address: ([0-9A-Fa-f:]{17}).*/\1/p' <<<"$TS_OUT" | head -n1)
+    # Retry: a full TX ring makes the engine wait (up to 100 ms) instead of
+    # dropping.
+    ts_cmd "set fwd $PV_FWD retry"
+    ts_cmd "set burst tx delay 200 retry 500"
+    # tx_first: a burst out of each port first, so that the bridge learns
+    # both ports' macs (port 0 would otherwise never send, and every frame
+    # for it would be flooded to port 1 and the sink too).
+    ts_cmd "start tx_first"
+    [[ -n $OFF_DST ]]
+  else
+    ts_cmd "stop"
+    # Both ports' xstats, as p0_NAME / p1_NAME, with what went wrong in setup.
+    local p out=""
+    for p in 0 1; do
+      ts_cmd "show port xstats $p"
+      out+=$(sed -nE "s/^ *([a-z0-9_]+): +([0-9]+)\$/\"p${p}_\\1\": \\2,/p" <<<"$TS_OUT")
+    done
+    printf '{%s "setup_errors": "%s"}\n' "$out" "${PV_ERRORS//\"/\'}" >"$RUN/$name-via.json"
+    ts_quit
+  fi
+}
+
+check_pmd_offloads() {
+  local n=300 OFF_VIA=pmd_via PV_FWD PV_CMDS
+  # The application's side of every case: no setup error, nothing refused.
+  local clean=("x['setup_errors'] == ''" "x['p1_tx_q0_refused_offload'] == 0"
+    "x['p1_tx_q0_refused_segs'] == 0" "x['p1_tx_q0_refused_mtu'] == 0")
+
+  # -- RX: partial checksums (the sender's csum_blank, kept by netback for a
+  # port with checksum offload) completed by the RX burst when the
+  # application did not enable the RX checksum offload; mac forwarding
+  # leaves them as they are, the sink finds full checksums
+  PV_FWD=mac PV_CMDS=()
+  if offload_run pmd-off-rx-sw "--proto tcp" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" --vifs 2; then
+    offload_judge pmd-off-rx-sw "10000 segments with partial checksums through testpmd mac forwarding: completed by net_xenpv's RX burst (rx_q0_csum_software 10000), full and right at the sink" \
+      "${OFF_INTACT[@]}" "${clean[@]}" "x['p0_rx_q0_csum_software'] == 10000" \
+      "s['rx_csum_blank'] == 0" "n['rx_csum_completed'] == 0"
+  else
+    fail pmd-off-rx-sw "did not start (logs $RUN/pmd-off-rx-sw*)"
+  fi
+
+  # -- TX checksum offload: testpmd's csum engine with `csum set tcp hw` (the
+  # pseudo-header sum in the field, RTE_MBUF_F_TX_TCP_CKSUM): sent as
+  # csum_blank, completed by netback for a sink without checksum offload;
+  # IPv4 and IPv6 (netback's feature-ipv6-csum-offload)
+  local proto min
+  for proto in tcp tcp6; do
+    min=60
+    [[ $proto == tcp6 ]] && min=75
+    PV_FWD=csum PV_CMDS=("csum set tcp hw 1" "csum set ip sw 1")
+    if offload_run pmd-off-csum-$proto "--proto $proto --no-rx-csum" "--proto $proto --size $min-1514 --count 10000 --rate 5000" --vifs 2; then
+      offload_judge pmd-off-csum-$proto "10000 $proto segments through testpmd csum (tcp hw): sent with partial checksums (tx_q0_csum_offloaded 10000), completed by netback, right at the sink" \
+        "${OFF_INTACT[@]}" "${clean[@]}" "x['p1_tx_q0_csum_offloaded'] == 10000" \
+        "x['p1_tx_q0_csum_software'] == 0" "n['rx_csum_completed'] == 10000"
+    else
+      fail pmd-off-csum-$proto "did not start (logs $RUN/pmd-off-csum-$proto*)"
+    fi
+  done
+
+  # -- LRO in, TSO out: 64 KiB TSO packets from the sender reach port 0 whole
+  # (RTE_ETH_RX_OFFLOAD_TCP_LRO: RTE_MBUF_F_RX_LRO, multi-segment mbufs),
+  # testpmd's csum engine sends them on with `tso set` (RTE_MBUF_F_TX_TCP_SEG),
+  # netback cuts them for a sink without GSO, or hands them whole to one with it
+  local sinkopt what
+  for sinkopt in "" "--lro"; do
+    PV_FWD=csum
+    PV_CMDS=("port config 0 rx_offload tcp_lro on" "port config 0 rx_offload tcp_cksum on"
+      "port config 1 tx_offload multi_segs on" "csum set tcp hw 1" "csum set ip sw 1"
+      "tso set 1460 1")
+    what="segments of at most 1514 bytes at the sink"
+    [[ -n $sinkopt ]] && what="whole at a sink with LRO"
+    if offload_run pmd-off-tso${sinkopt/--/-} "--proto tcp $sinkopt" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" --vifs 2; then
+      local more=("n['rx_gso_segmented'] == $n" "s['rx_lro_packets'] == 0")
+      # (netback counts GSO packets handed to port 0 and to the sink)
+      [[ -n $sinkopt ]] && more=("n['rx_gso_packets'] == 2 * $n" "s['rx_lro_packets'] == $n")
+      offload_judge pmd-off-tso${sinkopt/--/-} "$n TSO packets of 65535 bytes: LRO packets at port 0 (rx_q0_lro_packets $n), TSO out of port 1 (tx_q0_tso_packets $n), $what, every checksum and byte right" \
+        "${OFF_INTACT[@]}" "${clean[@]}" "x['p0_rx_q0_lro_packets'] == $n" \
+        "x['p1_tx_q0_tso_packets'] == $n" "${more[@]}"
+    else
+      fail pmd-off-tso${sinkopt/--/-} "did not start (logs $RUN/pmd-off-tso*)"
+    fi
+  done
+}
