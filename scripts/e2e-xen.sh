@@ -38,9 +38,9 @@ fi
 if [[ ${XPV_E2E_NONPV_L3FWD:-1} == 0 ]]; then
   sed -i 's/^    XPV_E2E_NONPV_L3FWD=1$/    XPV_E2E_NONPV_L3FWD=0/' "$PAYLOAD/checks/domu.sh"
 fi
-# net_af_xdp over the kernel netfront in the PVH/HVM domUs (on unless XPV_E2E_NONPV_AF_XDP=0).
+# net_af_xdp over the kernel netfront in the HVM domU (on unless XPV_E2E_NONPV_AF_XDP=0).
 if [[ ${XPV_E2E_NONPV_AF_XDP:-1} == 0 ]]; then
-  sed -i 's/^        XPV_E2E_NONPV_AF_XDP=1$/        XPV_E2E_NONPV_AF_XDP=0/' "$PAYLOAD/checks/domu.sh"
+  sed -i 's/^    XPV_E2E_NONPV_AF_XDP=1$/    XPV_E2E_NONPV_AF_XDP=0/' "$PAYLOAD/checks/domu.sh"
 fi
 chmod -R a+rX,go-w "$PAYLOAD"
 LOG=$BUILD/e2e-xen/e2e.log
