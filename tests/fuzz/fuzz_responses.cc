@@ -8,16 +8,22 @@
 // The frontend must never crash, read or write out of bounds (ASan), hang,
 // or lose track of a buffer:
 //  - after every step (no response is ever half-consumed between calls), the
-//    leak oracle: every TX pool slot is free, in flight or lent; every slot
-//    in flight is a request not yet answered; every RX pool slot is free,
+//    leak oracle: every TX pool slot is free, in flight or lent; every ring
+//    slot not yet answered is a slot in flight or an extra-info slot whose
+//    NULL answer is due; every RX pool slot is free,
 //    posted or held (QueueImpl::accounting());
 //  - every fragment handed to the receive callback lies in memory we may
 //    read and the fragments add up to the packet length;
 //  - at the end, tearing the queue down accounts for every granted page.
 //
+// Offloads: packets with partial checksums and TSO (a GSO extra-info slot
+// whose NETIF_RSP_NULL answer is positional), RX responses with checksum
+// flags and extra-info slots (GSO extras when negotiated, anything else).
+//
 // Input: one byte of set-up (bit 0 split event channels, bit 1 event mode,
-// bit 2 a backend without feature-sg), then steps of one opcode byte and
-// its operands; missing bytes read as 0.
+// bit 2 a backend without feature-sg, bits 3-4 the backend's
+// feature-gso-tcpv4/-v6, bit 5 we took GSO packets (rx_gso)), then steps of
+// one opcode byte and its operands; missing bytes read as 0.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,11 +85,12 @@ struct Input {
 [[noreturn]] void leak(const char* what, const QueueImpl::Accounting& a, int step) {
   std::fprintf(stderr,
                "fuzz: leak oracle after step %d: %s\n"
-               "  tx: pool %u = free %u + in flight %u + lent %u; requests unanswered %u\n"
+               "  tx: pool %u = free %u + in flight %u + lent %u; extras unanswered %u, ring "
+               "slots unanswered %u\n"
                "  rx: pool %u = free %u + posted %u + held %u\n",
                step, what, a.tx_pool_size, a.tx_pool_free, a.tx_slots_in_flight, a.tx_slots_lent,
-               a.tx_requests_unanswered, a.rx_pool_size, a.rx_pool_free, a.rx_buffers_posted,
-               a.rx_buffers_held);
+               a.tx_extras_unanswered, a.tx_requests_unanswered, a.rx_pool_size, a.rx_pool_free,
+               a.rx_buffers_posted, a.rx_buffers_held);
   std::abort();
 }
 
@@ -96,8 +103,10 @@ void check_accounting(const QueueImpl& q, int step) {
     leak("a TX pool slot is neither free, nor in flight, nor lent", a, step);
   if (a.rx_pool_free + a.rx_buffers_posted + a.rx_buffers_held != a.rx_pool_size)
     leak("an RX pool slot is neither free, nor posted, nor held", a, step);
-  if (!q.broken() && a.tx_slots_in_flight != a.tx_requests_unanswered)
-    leak("TX slots in flight differ from the requests not yet answered", a, step);
+  if (!q.broken() && a.tx_slots_in_flight + a.tx_extras_unanswered != a.tx_requests_unanswered)
+    leak(
+        "TX slots in flight and extra slots unanswered differ from the ring slots not yet answered",
+        a, step);
 }
 
 uint64_t g_checksum = 0;
@@ -162,7 +171,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t setup = in.u8();
   const bool split = setup & 1;
   const bool sg = !(setup & 4);
-  if (Status s = q->setup(*w.domu, *w.sharer, kDom0, QueueFeatures{split, sg, 0, 0}, w.wake.get());
+  const auto tx_gso = static_cast<uint8_t>((setup >> 3 & 3) << 1);  // bits 1, 2: TCPV4, TCPV6
+  const auto rx_gso = static_cast<uint8_t>(setup & 0x20 ? 6 : 0);
+  if (Status s = q->setup(*w.domu, *w.sharer, kDom0, QueueFeatures{split, sg, tx_gso, rx_gso},
+                          w.wake.get());
       s.failed())
     harness_failed("queue setup", s.message());
   // The backend's ends of the channel(s), so that it can notify.
@@ -192,7 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   int step = 0;
   for (; step < 512 && !in.empty(); ++step) {
-    switch (in.u8() % 14) {
+    switch (in.u8() % 17) {
       case 0: {  // transmit a few single-segment packets of fuzzed sizes
         TxSegment segs[8];
         TxPacket pkts[8];
@@ -333,6 +345,53 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 13:  // rte_eth_tx_done_cleanup
         (void)api.tx_done_cleanup(in.u8() % 8);
         break;
+      case 14: {  // transmit with offloads: partial checksums, TSO (a GSO extra slot)
+        TxSegment segs[4];
+        TxPacket pkts[4];
+        const uint32_t k = in.u8() % 4 + 1;
+        for (uint32_t i = 0; i < k; ++i) {
+          const uint8_t o = in.u8();
+          segs[i] = {payload, in.u16() % 66000u};
+          pkts[i] = {&segs[i], 1};
+          pkts[i].csum_partial = o & 1;
+          pkts[i].gso_type = static_cast<uint8_t>(o >> 1 & 3);  // none, v4, v6, or unknown
+          pkts[i].gso_size = o & 0x8 ? in.u16() : 0;
+        }
+        (void)api.transmit(std::span<const TxPacket>(pkts, k));
+        break;
+      }
+      case 15: {  // netback answers the next TX request, and its extra slot with NULL
+        const uint32_t prod = txh->rsp_prod;
+        if (prod == txh->req_prod) break;
+        const netif::TxRequest req = txe[prod & 255].req;
+        netif::TxResponse r{req.id, static_cast<int16_t>(in.u8() % 2 ? 0 : -1)};
+        std::memcpy(&txe[prod & 255].rsp, &r, sizeof r);
+        uint32_t next = prod + 1;
+        if ((req.flags & netif::kTxExtraInfo) && next != txh->req_prod) {
+          const netif::TxResponse null{0, netif::kRspNull};
+          std::memcpy(&txe[next & 255].rsp, &null, sizeof null);
+          ++next;
+        }
+        txh->rsp_prod = next;
+        break;
+      }
+      case 16: {  // an RX response with checksum flags and an extra-info slot after it
+        const uint32_t prod = rxh->rsp_prod;
+        const uint8_t o = in.u8();
+        const auto flags =
+            static_cast<uint16_t>((o & 3) | (o & 4 ? netif::kRxMoreData : 0) | netif::kRxExtraInfo);
+        netif::RxResponse r{static_cast<uint16_t>(prod & 255), static_cast<uint16_t>(in.u8()),
+                            flags, static_cast<int16_t>(in.u16() % 4200)};
+        std::memcpy(&rxe[prod & 255].rsp, &r, sizeof r);
+        netif::ExtraInfo x{};
+        x.type = o & 0x80 ? in.u8() : netif::kExtraTypeGso;
+        x.flags = o & 0x40 ? netif::kExtraFlagMore : 0;
+        x.u.gso.size = in.u16();
+        x.u.gso.type = static_cast<uint8_t>(in.u8() % 4);
+        std::memcpy(&rxe[(prod + 1) & 255].rsp, &x, sizeof x);
+        rxh->rsp_prod = prod + 2;
+        break;
+      }
     }
     check_accounting(*q, step);
     if (q->broken()) break;  // disconnected: the device would tear down now

@@ -33,7 +33,7 @@ conformance_bridge_session() {
   for want in "Link speed: Unknown" "Max possible number of RXDs per queue: 256" \
     "Min possible number of RXDs per queue: 256" "Max possible number of TXDs per queue: 256" \
     "Min possible number of TXDs per queue: 256" "Max segment number per packet: 64" \
-    "Max segment number per MTU/TSO segment: 18"; do
+    "Max segment number per MTU/TSO: 18"; do
     has "$want" || bad+=" [missing '$want']"
   done
   ts_cmd "show rxq info 0 0"
