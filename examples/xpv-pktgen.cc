@@ -73,6 +73,8 @@ struct Options {
   bool rx_csum = true;        // DeviceConfig::rx_csum_offload
   bool announce = false;      // one frame to our own mac first (a bridge learns us)
   uint64_t rate = 0;          // tx: frames per second at most (0: as fast as it goes)
+  bool mcast_filter = false;  // --mcast: the backend filters multicast for us
+  std::vector<xpv::MacAddr> mcast_groups;
 };
 
 void usage(FILE* f) {
@@ -113,7 +115,9 @@ void usage(FILE* f) {
       "  --no-rx-csum             feature-no-csum-offload=1: the backend completes checksums\n"
       "  --announce               send one frame to our own mac first, so that a learning\n"
       "                             bridge knows where we are\n"
-      "  --rate N                 tx: N frames per second at most, over all queues"
+      "  --rate N                 tx: N frames per second at most, over all queues\n"
+      "  --mcast MAC[,MAC...]|none  ask the backend to deliver only these multicast groups\n"
+      "                             (feature-dynamic-multicast-control; broadcast passes)"
       "  --dst-mac MAC            destination MAC (default 02:00:00:00:00:01)\n"
       "  --src-ip A.B.C.D         source IPv4 address (default 192.168.99.2)\n"
       "  --dst-ip A.B.C.D         destination IPv4 address (default 192.168.99.1)\n"
@@ -177,6 +181,7 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"no-rx-csum", no_argument, nullptr, 'K'},
                                  {"announce", no_argument, nullptr, 'A'},
                                  {"rate", required_argument, nullptr, 'V'},
+                                 {"mcast", required_argument, nullptr, 'g'},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -317,6 +322,21 @@ int parse_args(int argc, char** argv, Options* o) {
       case 'A':
         o->announce = true;
         break;
+      case 'g': {
+        o->mcast_filter = true;
+        o->mcast_groups.clear();
+        std::string list = optarg;
+        if (list == "none") break;
+        size_t at = 0;
+        while (at <= list.size()) {
+          const size_t comma = std::min(list.find(',', at), list.size());
+          auto m = xpv::parse_mac(std::string_view(list).substr(at, comma - at));
+          if (!m) return bad_arg("--mcast", optarg, "expected none or MAC[,MAC...]");
+          o->mcast_groups.push_back(*m);
+          at = comma + 1;
+        }
+        break;
+      }
       case 'V':
         if (!parse_u64(optarg, &v) || v == 0)
           return bad_arg("--rate", optarg, "expected 1 or more");
@@ -624,6 +644,12 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::vector<QueueStats> st(o.queues);
+  if (o.mcast_filter) {
+    if (xpv::Status s = d.set_multicast_filter(true, o.mcast_groups); s.failed()) {
+      std::fprintf(stderr, "xpv-pktgen: --mcast: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
   if (o.announce) {
     // To ourselves: a learning bridge learns our mac from it, and drops it
     // (it would go back out the port it came in on).

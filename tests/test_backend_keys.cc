@@ -167,9 +167,16 @@ TEST(BackendKeys, FeatureGarbageIsOffWithAWarningNamingTheKey) {
       auto k = parse_backend_keys(r);
       ASSERT_TRUE(k);
       const BackendFeatures& f = k->features;
-      const bool on[] = {f.rx_copy,   f.sg,        f.split_event_channels,
-                         f.gso_tcpv4, f.gso_tcpv6, f.ipv6_csum_offload,
-                         f.ctrl_ring};
+      const bool on[] = {f.rx_copy,
+                         f.sg,
+                         f.split_event_channels,
+                         f.gso_tcpv4,
+                         f.gso_tcpv6,
+                         f.ipv6_csum_offload,
+                         f.ctrl_ring,
+                         f.multicast_control,
+                         f.dynamic_multicast_control};
+      static_assert(std::size(on) == kBackendFeatureKeys.size());
       for (size_t j = 0; j < kBackendFeatureKeys.size(); ++j)
         EXPECT_EQ(on[j], j != i) << kBackendFeatureKeys[i] << "='" << bad << "'";
       ASSERT_EQ(k->warnings.size(), 1u);

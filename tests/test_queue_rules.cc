@@ -585,6 +585,43 @@ TEST_F(HostileBackend, TsoGoesOutWithAGsoExtraAndItsNullIsAccounted) {
   EXPECT_EQ(q->counters().tx_errors + q->counters().tx_dropped, 0u);
 }
 
+// A multicast filter change (netif.h: a dummy request with an MCAST_ADD/DEL
+// extra-info slot): size 0, extra_info set, the group in the extra; netback's
+// answer (OKAY, or ERROR when its list is full) and the extra's NULL are
+// accounted; an ERROR counts as a refused change, not a lost packet.
+TEST_F(HostileBackend, MulticastChangesAreDummyRequestsWithAnExtraAndAnswered) {
+  open(/*split=*/true);
+  uint32_t prod = 0;
+  const MacAddr group{0x01, 0x00, 0x5e, 0x00, 0x00, 0x07};
+  for (int16_t status : {netif::kRspOkay, netif::kRspError}) {
+    for (uint8_t type : {netif::kExtraTypeMcastAdd, netif::kExtraTypeMcastDel}) {
+      ASSERT_FALSE(q->send_mcast(type, group).failed());
+      ASSERT_EQ(q->tx_ring()->req_prod_pvt() - prod, 2u);
+      const netif::TxRequest req = txe()[prod & 255].req;
+      EXPECT_EQ(req.size, 0u);
+      EXPECT_EQ(req.flags, netif::kTxExtraInfo);
+      netif::ExtraInfo e;
+      std::memcpy(&e, &txe()[(prod + 1) & 255].req, sizeof e);
+      EXPECT_EQ(e.type, type);
+      EXPECT_EQ(e.flags, 0);
+      EXPECT_EQ(std::memcmp(e.u.mcast.addr, group.data(), 6), 0);
+      answer_tx(prod, status);
+      netif::TxResponse null{};
+      null.status = netif::kRspNull;
+      std::memcpy(&txe()[(prod + 1) & 255].rsp, &null, sizeof null);
+      prod += 2;
+      publish_tx(prod);
+      q->api().poll();
+      ASSERT_FALSE(q->broken()) << q->broken_reason();
+      EXPECT_EQ(q->accounting().tx_requests_unanswered, 0u);
+      expect_accounted();
+    }
+  }
+  EXPECT_EQ(q->counters().mcast_requests, 4u);
+  EXPECT_EQ(q->counters().mcast_refused, 2u);
+  EXPECT_EQ(q->counters().tx_packets + q->counters().tx_errors + q->counters().tx_dropped, 0u);
+}
+
 // What the backend did not offer, or what is not a TSO request, is refused
 // (counted in tx_dropped, taken so that it is not retried): no GSO type the
 // backend offered, an MSS of 0, no partial checksum.

@@ -162,6 +162,7 @@ struct xenpv_internals {
   bool lro = false;  // the library device takes GSO packets (opened with rx_gso)
   xpv::BackendFeatures features;
   xenpv_rx_filter filter;
+  std::vector<xpv::MacAddr> mc_list;  // set_mc_addr_list's, for the backend's filter
   std::atomic<uint32_t> max_frame{RTE_ETHER_MTU + kXenpvL2Overhead};  // TX: MTU + L2 header
   // control_mu serialises the library's control path (connect, poll_control,
   // close) between EAL's interrupt thread and API calls. Never held while

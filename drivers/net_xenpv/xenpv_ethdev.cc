@@ -192,6 +192,22 @@ void close_device(struct rte_eth_dev* dev) {
   p->link_changes_pending = 0;
 }
 
+// The backend filters multicast for the port where it can (netif.h
+// feature-dynamic-multicast-control): only the listed groups while neither
+// promiscuous nor all-multicast is on, everything otherwise. The RX burst's
+// software filter stays the rule; this spares the copies of what it would
+// drop. A failure leaves the backend delivering everything (logged).
+// control_mu held (or the port not yet visible).
+void backend_multicast(struct rte_eth_dev* dev) {
+  xenpv_internals* p = priv(dev);
+  if (!p->dev || !p->features.multicast_control || !p->features.dynamic_multicast_control) return;
+  const bool on = !p->filter.promiscuous.load(std::memory_order_relaxed) &&
+                  !p->filter.all_multicast.load(std::memory_order_relaxed);
+  if (xpv::Status s = p->dev->set_multicast_filter(on, p->mc_list); s.failed())
+    XENPV_LOG(WARNING, "%s: the backend's multicast filter: %s", dev->data->name,
+              s.message().c_str());
+}
+
 // Opens (or re-opens) the library device with `queues` queues; with `lro`
 // it takes GSO packets (feature-gso-tcpv4/-tcpv6 written at connect).
 int open_device(struct rte_eth_dev* dev, uint32_t queues, bool lro) {
@@ -216,6 +232,7 @@ int open_device(struct rte_eth_dev* dev, uint32_t queues, bool lro) {
     p->dev = std::move(*d);
     p->dev->set_link_callback([p](const xpv::DeviceEvent& e) { note_link_change(p, e); });
     p->features = p->dev->info().features;
+    backend_multicast(dev);
     p->lro = lro;
   }
   return control_install(dev);
@@ -409,18 +426,26 @@ int xenpv_link_update(struct rte_eth_dev* dev, int /*wait_to_complete*/) {
 
 int xenpv_promiscuous_enable(struct rte_eth_dev* dev) {
   priv(dev)->filter.promiscuous.store(true, std::memory_order_relaxed);
+  std::lock_guard lk(priv(dev)->control_mu);
+  backend_multicast(dev);
   return 0;
 }
 int xenpv_promiscuous_disable(struct rte_eth_dev* dev) {
   priv(dev)->filter.promiscuous.store(false, std::memory_order_relaxed);
+  std::lock_guard lk(priv(dev)->control_mu);
+  backend_multicast(dev);
   return 0;
 }
 int xenpv_allmulticast_enable(struct rte_eth_dev* dev) {
   priv(dev)->filter.all_multicast.store(true, std::memory_order_relaxed);
+  std::lock_guard lk(priv(dev)->control_mu);
+  backend_multicast(dev);
   return 0;
 }
 int xenpv_allmulticast_disable(struct rte_eth_dev* dev) {
   priv(dev)->filter.all_multicast.store(false, std::memory_order_relaxed);
+  std::lock_guard lk(priv(dev)->control_mu);
+  backend_multicast(dev);
   return 0;
 }
 
@@ -439,6 +464,13 @@ int xenpv_set_mc_addr_list(struct rte_eth_dev* dev, struct rte_ether_addr* set, 
   }
   std::lock_guard lk(p->control_mu);  // one writer of the sequence lock
   p->filter.set_multicast(set, n);
+  p->mc_list.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    xpv::MacAddr m;
+    std::memcpy(m.data(), set[i].addr_bytes, 6);
+    p->mc_list.push_back(m);
+  }
+  backend_multicast(dev);
   return 0;
 }
 

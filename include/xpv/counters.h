@@ -41,7 +41,9 @@ struct EventCounters {
   X(local_errors, "our own event channel failures (each disconnects the device)")                  \
   X(tx_reaped_in_xmit,                                                                             \
     "TX responses consumed by the transmit path (0 unless the reap-in-transmit experiment is on)") \
-  X(rx_refills, "RX ring refill batches")
+  X(rx_refills, "RX ring refill batches")                                                          \
+  X(mcast_requests, "multicast filter changes sent (MCAST_ADD/DEL extra-info requests)")           \
+  X(mcast_refused, "multicast filter changes the backend answered with an error")
 
 struct QueueCounters {
 #define XPV_FIELD(name, doc) uint64_t name = 0;

@@ -79,7 +79,13 @@ struct BackendFeatures {
   bool gso_tcpv6 = false;
   bool ipv6_csum_offload = false;
   bool ctrl_ring = false;
+  bool multicast_control = false;          // filters multicast for us on request
+  bool dynamic_multicast_control = false;  // ... and watches request-multicast-control
 };
+
+// Multicast groups a backend filters for a frontend at most (Linux netback's
+// XEN_NETBK_MCAST_MAX).
+inline constexpr uint32_t kMaxMulticastGroups = 64;
 
 // One transmit segment: a buffer anywhere in memory, or inside a page the
 // queue lent out with tx_buffer() (then sent without a copy).
@@ -299,6 +305,18 @@ class Device {
     uint64_t tx_unanswered = 0;      // in flight when the backend went away
   };
   TeardownAccount teardown_account() const;
+
+  // Multicast filtering in the backend (netif.h "request-multicast-control",
+  // XEN_NETIF_EXTRA_TYPE_MCAST_ADD/DEL): with `on`, the backend delivers
+  // only the multicast frames of `groups` (broadcast always passes); off,
+  // all of them. Used with a backend offering feature-dynamic-multicast-
+  // control (it watches the request key, so the filter follows every call);
+  // kept across reconnects and applied at each connect. ENOTSUP when `on`
+  // and the backend has no dynamic control, E2BIG beyond
+  // kMaxMulticastGroups, EINVAL for an address that is not multicast,
+  // EAGAIN when the TX ring had no room (call again). Like every Device
+  // call, not concurrent with poll_control().
+  Status set_multicast_filter(bool on, std::span<const MacAddr> groups);
 
  private:
   class Impl;

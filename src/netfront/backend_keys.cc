@@ -92,9 +92,15 @@ Result<BackendKeys> parse_backend_keys(const RawBackendKeys& raw) {
   }
 
   BackendFeatures& f = k.features;
-  bool* const flags[] = {&f.rx_copy,   &f.sg,        &f.split_event_channels,
-                         &f.gso_tcpv4, &f.gso_tcpv6, &f.ipv6_csum_offload,
-                         &f.ctrl_ring};
+  bool* const flags[] = {&f.rx_copy,
+                         &f.sg,
+                         &f.split_event_channels,
+                         &f.gso_tcpv4,
+                         &f.gso_tcpv6,
+                         &f.ipv6_csum_offload,
+                         &f.ctrl_ring,
+                         &f.multicast_control,
+                         &f.dynamic_multicast_control};
   static_assert(std::size(flags) == kBackendFeatureKeys.size());
   for (size_t i = 0; i < kBackendFeatureKeys.size(); ++i) {
     const auto& v = raw.features[i];

@@ -38,10 +38,16 @@
 namespace xpv {
 
 // The backend's feature keys, in BackendFeatures' order.
-inline constexpr std::array<const char*, 7> kBackendFeatureKeys = {
-    "feature-rx-copy",   "feature-sg",        "feature-split-event-channels",
-    "feature-gso-tcpv4", "feature-gso-tcpv6", "feature-ipv6-csum-offload",
+inline constexpr std::array<const char*, 9> kBackendFeatureKeys = {
+    "feature-rx-copy",
+    "feature-sg",
+    "feature-split-event-channels",
+    "feature-gso-tcpv4",
+    "feature-gso-tcpv6",
+    "feature-ipv6-csum-offload",
     "feature-ctrl-ring",
+    "feature-multicast-control",
+    "feature-dynamic-multicast-control",
 };
 
 // The raw values as read; nullopt: the node is absent.

@@ -551,6 +551,15 @@ class Device::Impl {
           for (auto& q : queues_)
             q->start();
           set_phase(Phase::kConnected);
+          // A new connection: the backend's list is empty, our request key
+          // was removed with the stale keys.
+          mc_applied_.clear();
+          mc_requested_ = false;
+          if (mc_on_) {
+            Status ms = apply_multicast();
+            if (ms.failed())
+              log_warn("vif %u: multicast filter not set: %s", cfg_.vif, ms.message().c_str());
+          }
           if (ever_connected_) ++reconnects_;
           const DeviceEvent up = connected_event();
           ever_connected_ = true;
@@ -673,6 +682,70 @@ class Device::Impl {
     }
   }
 
+  // ---- multicast filtering in the backend ---------------------------------
+
+  Status set_multicast_filter(bool on, std::span<const MacAddr> groups) {
+    if (groups.size() > kMaxMulticastGroups) {
+      return make_error(E2BIG, format("%zu multicast groups: a backend filters %u at most",
+                                      groups.size(), kMaxMulticastGroups));
+    }
+    for (const MacAddr& g : groups) {
+      if (!(g[0] & 1)) return make_error(EINVAL, to_string(g) + " is not a multicast address");
+    }
+    mc_on_ = on;
+    mc_groups_.assign(groups.begin(), groups.end());
+    if (phase_ != Phase::kConnected) return {};
+    return apply_multicast();
+  }
+
+  // Brings the backend's list and request-multicast-control to what was
+  // asked: groups no longer wanted out, new ones in, then the filter on (so
+  // that no wanted group is dropped meanwhile); off: the filter off first.
+  Status apply_multicast() {
+    const BackendFeatures& f = info_.features;
+    if (!f.multicast_control || !f.dynamic_multicast_control) {
+      if (!mc_on_) return {};
+      return make_error(ENOTSUP, format("backend %s does not offer "
+                                        "feature-dynamic-multicast-control: no multicast "
+                                        "filtering there",
+                                        info_.backend_path.c_str()));
+    }
+    auto request = [&](bool v) -> Status {
+      if (mc_requested_ == v) return {};
+      XPV_TRY(xs_->write(kXsNoTransaction, info_.frontend_path + "/request-multicast-control",
+                         v ? "1" : "0"));
+      mc_requested_ = v;
+      return {};
+    };
+    if (!mc_on_) XPV_TRY(request(false));
+    QueueImpl& q = *queues_[0];
+    auto wanted = [&](const MacAddr& m) {
+      return mc_on_ && std::find(mc_groups_.begin(), mc_groups_.end(), m) != mc_groups_.end();
+    };
+    for (size_t i = 0; i < mc_applied_.size();) {
+      if (wanted(mc_applied_[i])) {
+        ++i;
+        continue;
+      }
+      XPV_TRY(q.send_mcast(netif::kExtraTypeMcastDel, mc_applied_[i]));
+      mc_applied_.erase(mc_applied_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    if (mc_on_) {
+      for (const MacAddr& g : mc_groups_) {
+        if (std::find(mc_applied_.begin(), mc_applied_.end(), g) != mc_applied_.end()) continue;
+        if (Status s = q.send_mcast(netif::kExtraTypeMcastAdd, g); s.failed()) {
+          // A wanted group the backend does not hold: its filter off rather
+          // than frames lost (the next call tries again).
+          (void)request(false);
+          return s;
+        }
+        mc_applied_.push_back(g);
+      }
+      XPV_TRY(request(true));
+    }
+    return {};
+  }
+
   std::string last_backend_state() {
     if (!xs_) return "unknown (no platform)";
     auto v = xs_->try_read(kXsNoTransaction, info_.backend_path + "/state");
@@ -728,6 +801,12 @@ class Device::Impl {
   LinkState link_ = LinkState::kDown;
   bool link_dirty_ = false;
   bool want_connected_ = false;
+  // Multicast filtering (set_multicast_filter): what was asked, and what the
+  // backend holds on this connection.
+  bool mc_on_ = false;
+  std::vector<MacAddr> mc_groups_;
+  std::vector<MacAddr> mc_applied_;
+  bool mc_requested_ = false;  // request-multicast-control=1 written
   bool ever_connected_ = false;
   uint64_t reconnects_ = 0;
   std::vector<std::string> warned_;  // the fallbacks of the last read_info(), logged
@@ -795,6 +874,10 @@ std::string Device::last_down_reason() const {
 uint64_t Device::reconnects() const {
   return impl_->reconnects_;
 }
+Status Device::set_multicast_filter(bool on, std::span<const MacAddr> groups) {
+  return impl_->set_multicast_filter(on, groups);
+}
+
 Device::TeardownAccount Device::teardown_account() const {
   std::lock_guard lk(impl_->mu_);
   return impl_->account_;

@@ -109,6 +109,10 @@ class QueueImpl {
   // DeviceConfig::experiment_reap_tx_in_transmit (set before start).
   void set_reap_tx_in_transmit(bool on) { reap_tx_in_transmit_ = on; }
   uint32_t tx_done_cleanup(uint32_t max);
+  // A multicast filter change for the backend (netif.h: a dummy TX request
+  // with an XEN_NETIF_EXTRA_TYPE_MCAST_ADD/DEL extra-info slot). EAGAIN when
+  // the ring has no room for it now.
+  Status send_mcast(uint8_t extra_type, const MacAddr& group);
   Queue::RingState ring_state();
   bool rx_monitor(Queue::RxMonitor* out);
   QueueMode mode() const { return mode_.load(std::memory_order_relaxed); }
@@ -158,6 +162,7 @@ class QueueImpl {
     bool head : 1 = false;       // the first slot of its packet
     bool lent : 1 = false;       // handed to the caller by tx_buffer()
     uint8_t extras : 2 = 0;      // extra-info slots that followed its request
+    bool mcast : 1 = false;      // a multicast filter change, not a packet
   };
   struct RxFrag {
     uint16_t slot;

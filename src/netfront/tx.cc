@@ -61,9 +61,9 @@ inline void put_request(netif::TxRequest& q, grant_ref_t gref, uint32_t offset, 
 
 // The TX response handler (netif.h: one response per request, with the
 // request's id). Rules, each checked here and only here: the id names a slot
-// of ours that is in flight; the status is OKAY, ERROR or DROPPED (we never
-// send extra-info slots, so NETIF_RSP_NULL answers nothing of ours); the
-// producer is not beyond what we published.
+// of ours that is in flight; the status is OKAY, ERROR or DROPPED;
+// NETIF_RSP_NULL answers exactly the extra-info slots of the request
+// answered just before it; the producer is not beyond what we published.
 template <bool kBudget>
 uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
   Conn& c = *conn_;
@@ -135,9 +135,11 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
         break;
       }
       if (r.status != netif::kRspOkay && slots[r.id].head) [[unlikely]] {
-        count(r.status == netif::kRspDropped ? kCounter_tx_dropped : kCounter_tx_errors);
+        count(slots[r.id].mcast                ? kCounter_mcast_refused
+              : r.status == netif::kRspDropped ? kCounter_tx_dropped
+                                               : kCounter_tx_errors);
       }
-      if (kBudget && slots[r.id].head) {
+      if (kBudget && slots[r.id].head && !slots[r.id].mcast) {
         if (packets == max_packets) break;  // the next packet is beyond the budget
         ++packets;
       }
@@ -397,6 +399,41 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
     }
   }
   return {1, static_cast<uint32_t>(len), reclaimed};
+}
+
+// netif.h: "The list is amended by the frontend by sending dummy transmit
+// requests containing XEN_NETIF_EXTRA_TYPE_MCAST_{ADD,DEL} extra-info
+// fragments". Linux netback answers the request (OKAY, or ERROR when its
+// list is full) and the extra slot with NETIF_RSP_NULL, and reads nothing
+// of the request's page: size 0 in a slot of ours.
+Status QueueImpl::send_mcast(uint8_t extra_type, const MacAddr& group) {
+  if (!enter()) return make_error(ENOTCONN, "the queue is not connected");
+  Conn& c = *conn_;
+  auto no_room = [&] { return c.tx.free_requests() < 2 || c.tx_pool->available() == 0; };
+  if (!broken_.load(std::memory_order_relaxed) && no_room()) reclaim_tx();
+  if (broken_.load(std::memory_order_relaxed) || no_room()) {
+    const bool broken = broken_.load(std::memory_order_relaxed);
+    leave();
+    return broken ? make_error(ENOTCONN, "the queue is disconnected")
+                  : make_error(EAGAIN, "no room in the TX ring for a multicast filter change");
+  }
+  uint32_t slot = 0;
+  c.tx_pool->alloc(&slot);
+  put_request(c.tx.next_request(), c.tx_pool->ref(slot), 0, netif::kTxExtraInfo, slot, 0);
+  c.tx_slots[slot] = TxSlot{true, true, false, 1, true};
+  c.tx.commit_request();
+  netif::ExtraInfo e{};
+  e.type = extra_type;
+  std::memcpy(e.u.mcast.addr, group.data(), 6);
+  netif::TxRequest& slot_of_extra = c.tx.next_request();
+  slot_of_extra = netif::TxRequest{};
+  std::memcpy(&slot_of_extra, &e, sizeof e);
+  c.tx.commit_request();
+  c.tx_in_flight += 2;
+  count(kCounter_mcast_requests);
+  if (c.tx.push_requests_and_check_notify()) notify(c.tx_port);
+  leave();
+  return {};
 }
 
 bool QueueImpl::handle_tx_responses() {

@@ -23,6 +23,7 @@ constexpr const char* kDeviceKeys[] = {"multi-queue-num-queues",
                                        "ctrl-ring-ref",
                                        "event-channel-ctrl",
                                        "feature-ctrl-ring",
+                                       "request-multicast-control",
                                        "error"};
 
 Status rm_if_present(XenStore& xs, xs_transaction_t t, const std::string& path) {

@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   raw.max_queues = field(3);
   for (size_t i = 0; i < raw.features.size(); ++i)
     raw.features[i] = field(4 + static_cast<int>(i));
-  const std::optional<std::string> state = field(11);
+  static_assert(4 + kBackendFeatureKeys.size() < 15, "bit 15 is the mac override");
+  const std::optional<std::string> state = field(4 + static_cast<int>(kBackendFeatureKeys.size()));
   if (absent & (1u << 15)) raw.mac_override = MacAddr{0x02, 0, 0, 0, 0, 1};
 
   auto k = parse_backend_keys(raw);
@@ -87,9 +88,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (f.max_queues < 1 || f.max_queues > kMaxQueues) {
       broken("max queues", std::to_string(f.max_queues));
     }
-    const bool on[] = {f.rx_copy,   f.sg,        f.split_event_channels,
-                       f.gso_tcpv4, f.gso_tcpv6, f.ipv6_csum_offload,
-                       f.ctrl_ring};
+    const bool on[] = {f.rx_copy,
+                       f.sg,
+                       f.split_event_channels,
+                       f.gso_tcpv4,
+                       f.gso_tcpv6,
+                       f.ipv6_csum_offload,
+                       f.ctrl_ring,
+                       f.multicast_control,
+                       f.dynamic_multicast_control};
+    static_assert(std::size(on) == kBackendFeatureKeys.size());
     size_t expected_warnings = 0;
     for (size_t i = 0; i < raw.features.size(); ++i) {
       const auto& v = raw.features[i];

@@ -16,8 +16,9 @@
 //    read and the fragments add up to the packet length;
 //  - at the end, tearing the queue down accounts for every granted page.
 //
-// Offloads: packets with partial checksums and TSO (a GSO extra-info slot
-// whose NETIF_RSP_NULL answer is positional), RX responses with checksum
+// Offloads and multicast filter changes: packets with partial checksums and
+// TSO (a GSO extra-info slot whose NETIF_RSP_NULL answer is positional),
+// dummy requests with MCAST_ADD/DEL extras, RX responses with checksum
 // flags and extra-info slots (GSO extras when negotiated, anything else).
 //
 // Input: one byte of set-up (bit 0 split event channels, bit 1 event mode,
@@ -204,7 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   int step = 0;
   for (; step < 512 && !in.empty(); ++step) {
-    switch (in.u8() % 17) {
+    switch (in.u8() % 18) {
       case 0: {  // transmit a few single-segment packets of fuzzed sizes
         TxSegment segs[8];
         TxPacket pkts[8];
@@ -373,6 +374,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           ++next;
         }
         txh->rsp_prod = next;
+        break;
+      }
+      case 17: {  // a multicast filter change: a dummy request and its MCAST extra
+        MacAddr g{0x01, 0x00, 0x5e, 0, 0, in.u8()};
+        (void)q->send_mcast(in.u8() & 1 ? netif::kExtraTypeMcastAdd : netif::kExtraTypeMcastDel, g);
         break;
       }
       case 16: {  // an RX response with checksum flags and an extra-info slot after it

@@ -46,6 +46,7 @@ if want netfront; then
   if [[ -f tests/integration/bridge.sh ]]; then
     source tests/integration/bridge.sh
     check_bridge_pktgen
+    check_bridge_multicast
   fi
   if [[ -f tests/integration/hostile_xenstore.sh ]]; then
     source tests/integration/hostile_xenstore.sh
