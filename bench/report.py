@@ -30,6 +30,8 @@ TARGET_RATIO_64 = 1.0
 TARGET_INSTR_B32 = 100
 TARGET_SPURIOUS_PCT = 0.05
 TARGET_NOTIFIES_PER_PKT = 1 / 16
+TARGET_TCP_ON_OFF = 2.0     # TCP through the domU, offloads on / off (real Xen)
+TARGET_TCP_ON_KERNEL = 1.0  # ... offloads on / the kernel bridge
 SIZES = (64, 256, 1500)
 BURSTS = (1, 8, 32)
 
@@ -194,7 +196,8 @@ def collect(logs, root):
             if line.strip():
                 runs.append(json.loads(line))
     R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
-         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {}}
+         "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {},
+         "tcp": {}}
     for r in runs:
         k = r["kind"]
         if k == "throughput":
@@ -280,13 +283,24 @@ def collect(logs, root):
             pg = load_json(r["pktgen"]) or {}
             if r.get("rc") == "0" and pg:
                 R["seed"].setdefault(r["name"], {})[int(r["pair"])] = pg
+        elif k == "tcp":
+            sk, tx = load_json(r["sink"]) or {}, load_json(r["tx"]) or {}
+            if r.get("rc") == "0" and sk and tx and tx.get("seconds"):
+                R["tcp"].setdefault(r["name"], {})[int(r["pair"])] = {
+                    "gbit": 8.0 * sk["tcp_payload_rx"] / tx["seconds"] / 1e9,
+                    "sink_pps": sk["received"] / tx["seconds"],
+                    "tx_pps": tx["sent"] / tx["seconds"],
+                    "loss_pct": 100.0 * sk["tcp_gap_bytes"] / max(1, sk["tcp_gap_bytes"] + sk["tcp_payload_rx"]),
+                    "bad": sk["tcp_bad_checksum"] + sk["bad_payload"] + sk["out_of_order"],
+                    "lro": sk["rx_lro_packets"]}
         elif k == "e2e":
             if r.get("log"):
                 text = read(r["log"]).splitlines()
                 lines = [l for l in text if "pps" in l]
                 # The seed-experiment check's table, as it logged it.
                 seed = [l.split("seed table: ", 1)[1] for l in text if "seed table: " in l]
-                R["e2e"] = {"lines": lines, "mtime": r.get("mtime"), "seed": seed}
+                tcp = [l for l in text if "CHECK tcp-through-domu " in l]
+                R["e2e"] = {"lines": lines, "mtime": r.get("mtime"), "seed": seed, "tcp": tcp}
             else:
                 R["e2e"] = None
         elif k == "load":
@@ -375,6 +389,14 @@ def summarise(R, machine, started, failed):
         return {"target": name, "value": value, "op": op, "limit": limit, "shown": shown, "met": met}
     sp_vals = [x for x in (ev.get("spurious_pct"), late.get("spurious_pct")) if x is not None]
     nt_vals = [x for x in (ev.get("notifies_per_pkt"), late.get("notifies_per_pkt")) if x is not None]
+    # TCP through the domU on real Xen (the e2e check's figures).
+    tcp_line = ((R.get("e2e") or {}).get("tcp") or [""])[-1]
+    def mbit(label):
+        m = re.search(label + r" ([0-9.]+) Mbit/s", tcp_line)
+        return float(m.group(1)) if m else None
+    t_k, t_off, t_on = mbit("kernel bridge"), mbit("offloads off"), mbit("offloads on")
+    on_off = t_on / t_off if t_on is not None and t_off else None
+    on_k = t_on / t_k if t_on is not None and t_k else None
     J["targets"] = [
         tgt("64-byte throughput xenpv/memif", J["ratio_64"], ">=", TARGET_RATIO_64,
             f"{fmt(J['ratio_64'], '.3f')} ({fmt(J['xenpv_mpps_64'])} / {fmt(J['memif_mpps_64'])} Mpps)"),
@@ -388,6 +410,10 @@ def summarise(R, machine, started, failed):
         tgt("notifies/packet, burst 32 (event mode; also late-tx-rsp)",
             max(nt_vals) if len(nt_vals) == 2 else None, "<=", TARGET_NOTIFIES_PER_PKT,
             f"{fmt(ev.get('notifies_per_pkt'), '.4f')} (late-tx-rsp {fmt(late.get('notifies_per_pkt'), '.4f')})"),
+        tgt("TCP through a PV domU (real Xen), offloads on / off", on_off, ">=", TARGET_TCP_ON_OFF,
+            f"{fmt(on_off, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_off, '.0f')} Mbit/s)"),
+        tgt("TCP through a PV domU (real Xen), offloads on / kernel bridge", on_k, ">=", TARGET_TCP_ON_KERNEL,
+            f"{fmt(on_k, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"),
     ]
     return J
 
@@ -720,6 +746,47 @@ def seed_md(R):
     return L
 
 
+def tcp_md(R):
+    """TCP with and without offloads: over xpv-netback (this run) and through a
+    PV domU on real Xen (the last make e2e-xen's tcp-through-domu check)."""
+    L = ["## 3c. TCP offloads", "",
+         "Over xpv-netback's bridge: xpv-pktgen `--proto tcp` from one guest to another whose sink recomputes "
+         "every IPv4/TCP checksum and checks every byte by its sequence number. The sender goes as fast as its "
+         "ring takes frames; goodput is the stream bytes received intact over the sender's seconds; loss is what "
+         "the bridge dropped (a full inbox or RX queue: the sender is not paced). Medians over alternating rounds.", ""]
+    runs = R.get("tcp") or {}
+    def med(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2 if xs else None
+    cases = [("seg1500", "1514-byte segments, full checksums"),
+             ("seg1500-csum", "1514-byte segments, partial checksums (csum_blank)"),
+             ("tso64k", "64 KiB TSO packets, cut by netback for a sink without GSO"),
+             ("tso64k-lro", "64 KiB TSO packets, whole to a sink with LRO")]
+    if runs:
+        L += ["| case | rounds | goodput Gbit/s | sink packets/s | sender packets/s | loss | bad |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+        for name, what in cases:
+            v = list((runs.get(name) or {}).values())
+            if not v:
+                continue
+            L.append(f"| {what} | {len(v)} | {fmt(med([x['gbit'] for x in v]), '.2f')} | "
+                     f"{fmt(med([x['sink_pps'] for x in v]), ',.0f')} | {fmt(med([x['tx_pps'] for x in v]), ',.0f')} | "
+                     f"{fmt(med([x['loss_pct'] for x in v]), '.2f')}% | {sum(x['bad'] for x in v)} |")
+        base = med([x["gbit"] for x in (runs.get("seg1500") or {}).values()])
+        best = med([x["gbit"] for x in (runs.get("tso64k-lro") or {}).values()])
+        if base and best:
+            L += ["", f"TSO out and LRO in against 1514-byte segments: {best / base:.1f}x the goodput."]
+        L += [""]
+    else:
+        L += ["not run in this bench.", ""]
+    tcp = (R.get("e2e") or {}).get("tcp") or []
+    L += ["Through a PV domU on real Xen (the last `make e2e-xen`, check tcp-through-domu: iperf3 between two "
+          "of dom0's network namespaces whose only path is the domU; the target: offloads on at least 2x offloads "
+          "off and at least the kernel bridge):", ""]
+    L += (["    " + l.strip() for l in tcp] if tcp else ["not in build/e2e-xen/e2e.log."]) + [""]
+    return L
+
+
 def write_md(J, R, made, out):
     m = J["machine"]
     L = ["# xpv benchmarks", "",
@@ -906,6 +973,7 @@ def write_md(J, R, made, out):
 
     # The seeds' experiment.
     L += seed_md(R)
+    L += tcp_md(R)
 
     # Real Xen.
     L += ["## 5. Real Xen (`make e2e-xen`)", ""]

@@ -39,6 +39,7 @@ SECS=8
 MQ_SECS=6
 EVT_SECS=8
 SEED_SECS=5 SEED_PAIRS=3
+TCP_SECS=5 TCP_PAIRS=3
 NB_PROF_SECS=8
 CG_PACKETS=65536
 WARM=2  # seconds of forwarding not counted (ramp-up) before the measured ones
@@ -52,8 +53,8 @@ while (($#)); do
     --seconds) SECS=${2:?--seconds needs a number}; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --only) ONLY=${2:?--only needs a name}; shift 2
-      [[ $ONLY == wakeup || $ONLY == seed ]] ||
-        { echo "bench: --only '$ONLY': expected wakeup or seed" >&2; exit 2; } ;;
+      [[ $ONLY == wakeup || $ONLY == seed || $ONLY == tcp ]] ||
+        { echo "bench: --only '$ONLY': expected wakeup, seed or tcp" >&2; exit 2; } ;;
     -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -62,6 +63,7 @@ done
 if ((QUICK)); then
   SECS=3 MQ_SECS=3 EVT_SECS=3 NB_PROF_SECS=4 CG_PACKETS=8192 WARM=1 WAKE_ROUNDS=50
   SEED_SECS=3 SEED_PAIRS=2
+  TCP_SECS=3 TCP_PAIRS=1
 fi
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 [[ $OUT = /* ]] || OUT=$ROOT/$OUT
@@ -359,6 +361,53 @@ if [[ $ONLY == seed ]]; then
   printf '\n[bench %4ss] done (--only seed: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
   exit $((FAILED > 0))
 fi
+
+# TCP offloads over xpv-netback's bridge: xpv-pktgen --proto tcp from one
+# guest to another whose sink recomputes every checksum and checks every byte
+# (examples/tcp_stream.h). 1514-byte segments with full or partial checksums,
+# and 64 KiB TSO packets that netback cuts to the MSS for a sink without GSO or
+# hands whole to one with LRO. The sender goes as fast as the ring takes it;
+# goodput is the stream bytes the sink received intact over the sender's time.
+# Alternating rounds (a pair: each case once), medians in the report.
+run_tcp() {  # run_tcp NAME PAIR "SINK-ARGS" TX-ARGS...
+  local name=$1 pair=$2 sinkargs=$3 n=tcp-$1-$2
+  shift 3
+  start_netback "$n" --mode bridge || return
+  # shellcheck disable=SC2086
+  taskset -c 1 "$PKTGEN" --platform "sim:$NB_SOCK" --role sink --mode event --announce \
+    --seconds $((TCP_SECS + 30)) --json "$LOGS/$n.sink.json" $sinkargs >"$LOGS/$n.sink.log" 2>&1 &
+  local sk=$! mac
+  PIDS+=("$sk")
+  wait_for "$LOGS/$n.sink.log" "connected: domain" "$sk" 30 || { fail "$n: the sink did not connect"; stop_netback; return; }
+  mac=$(sed -nE 's/.* mac ([0-9a-fA-F:]+) .*/\1/p' "$LOGS/$n.sink.log" | head -1)
+  taskset -c 1 timeout -k 5 -s INT $((TCP_SECS + 60)) "$PKTGEN" --platform "sim:$NB_SOCK" --role tx \
+    --mode event --count 0 --seconds "$TCP_SECS" --quiet --dst-mac "$mac" --json "$LOGS/$n.tx.json" "$@" \
+    >"$LOGS/$n.tx.log" 2>&1
+  local rc=$?
+  nap 1
+  stop_pid "$sk" INT 15
+  local src=$?
+  stop_netback
+  ((rc == 0 && src == 0)) || fail "$n: sender exit $rc, sink exit $src ($(tail -2 "$LOGS/$n.sink.log" | tr '\n' ' '))"
+  record kind=tcp name="$name" pair="$pair" sink="$LOGS/$n.sink.json" tx="$LOGS/$n.tx.json" \
+    netback="$LOGS/$n.netback.json" rc=$((rc + src))
+  info "$name pair $pair: $(grep -h 'tcp:' "$LOGS/$n.sink.log" | sed 's/^xpv-pktgen: //')"
+}
+tcp_step() {
+  step "TCP offloads over xpv-netback (bridge), ${TCP_PAIRS} alternating round(s) of ${TCP_SECS}s per case"
+  local pair
+  for ((pair = 1; pair <= TCP_PAIRS; pair++)); do
+    run_tcp seg1500 "$pair" "--proto tcp" --proto tcp --size 1514
+    run_tcp seg1500-csum "$pair" "--proto tcp" --proto tcp --size 1514 --csum-offload
+    run_tcp tso64k "$pair" "--proto tcp" --proto tcp --size 65535 --tso 1460
+    run_tcp tso64k-lro "$pair" "--proto tcp --lro" --proto tcp --size 65535 --tso 1460
+  done
+}
+if [[ $ONLY == tcp ]]; then
+  tcp_step
+  printf '\n[bench %4ss] done (--only tcp: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
+  exit $((FAILED > 0))
+fi
 if [[ $ONLY == wakeup ]]; then
   wakeup_step
   printf '\n[bench %4ss] done (--only wakeup: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
@@ -576,6 +625,8 @@ run_nb_profile tx
 run_nb_profile rx
 
 wakeup_step
+
+tcp_step
 
 # ---------------------------------------------------------------------------
 step "real Xen: make e2e-xen results"

@@ -203,6 +203,59 @@ action_reattach() {
     return 1
 }
 
+# ---- TCP through the domU (checks/tcp.sh) ----------------------------------------------------
+# Two network namespaces, each on a bridge of its own with one of the PV domU's vifs 2 and 3:
+#   nsa (10.77.0.1, veth 02:77:00:00:00:01) - xpvtcpa - vif 2 = domU = vif 3 - xpvtcpb - nsb
+# (10.77.0.2, 02:77:00:00:00:02, iperf3's server). Whatever joins vifs 2 and 3 in the domU (a
+# Linux bridge over the kernel netfronts, testpmd between two net_xenpv ports) carries the TCP.
+TCP_NS_A=10.77.0.1
+TCP_NS_B=10.77.0.2
+tcp_net_setup() {
+    local x
+    for x in a b; do
+        ip link add "xpvtcp$x" type bridge &&
+            ip link set "xpvtcp$x" up &&
+            ip netns add "ns$x" &&
+            ip link add "veth$x" address "02:77:00:00:00:0$([[ $x == a ]] && echo 1 || echo 2)" \
+                type veth peer name "veth$x-br" &&
+            ip link set "veth$x" netns "ns$x" &&
+            ip link set "veth$x-br" master "xpvtcp$x" up &&
+            ip -n "ns$x" link set lo up &&
+            ip -n "ns$x" link set "veth$x" up || return 1
+    done
+    ip -n nsa addr add "$TCP_NS_A/24" dev vetha &&
+        ip -n nsb addr add "$TCP_NS_B/24" dev vethb &&
+        ip netns exec nsb iperf3 -s -D -B "$TCP_NS_B" --logfile "$XPV_RUN_DIR/iperf3-server.log"
+}
+
+# action_iperf SECONDS: iperf3 TCP from nsa to nsb for SECONDS through the domU: "mbit=<received
+# Mbit/s> retransmits=<n> bytes=<received> csum_errors=<TcpInCsumErrors of both namespaces>".
+action_iperf() {
+    local secs=$1 e0 e1 out
+    csum_errors() {
+        local x n=0 v
+        for x in a b; do
+            v=$(ip netns exec "ns$x" nstat -az TcpInCsumErrors 2>/dev/null | awk '$1 == "TcpInCsumErrors" { print $2 }')
+            n=$((n + ${v:-0}))
+        done
+        echo "$n"
+    }
+    e0=$(csum_errors)
+    ip -n nsa neigh flush all 2>/dev/null
+    out=$(timeout $((secs + 60)) ip netns exec nsa iperf3 -c "$TCP_NS_B" -t "$secs" -J --connect-timeout 20000 2>&1)
+    e1=$(csum_errors)
+    python3 -c '
+import json, sys
+try:
+    d = json.loads(sys.argv[1])
+    if "error" in d: raise ValueError(d["error"])
+    r, s = d["end"]["sum_received"], d["end"]["sum_sent"]
+    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2]))
+except Exception as e:
+    print("iperf3 failed: %s: %s" % (e, sys.argv[1][-300:].replace("\n", " ")))
+    sys.exit(1)' "$out" "$((e1 - e0))"
+}
+
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
 action_irqs() {
     awk -v p="$1" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts
@@ -220,7 +273,15 @@ XPV_E2E_GUEST_TYPES="pv pvh hvm"
 XPV_E2E_NONPV_XL=""  # more xl config lines for them (scripts/e2e-xen.sh, from its environment)
 for type in $XPV_E2E_GUEST_TYPES; do
     case $type in
-        pv) XPV_DOMU_TYPE=pv xpv_domu_run domu ;;
+        pv)
+            # vifs 2 and 3 for TCP through the domU (checks/tcp.sh), in the PV domU only.
+            if tcp_net_setup; then
+                XPV_DOMU_VIFS+=("bridge=xpvtcpa,mac=00:16:3e:00:00:12" "bridge=xpvtcpb,mac=00:16:3e:00:00:13")
+            else
+                xpv_check tcp-net-setup FAIL "dom0's namespaces and bridges for TCP through the domU"
+            fi
+            XPV_DOMU_TYPE=pv xpv_domu_run domu
+            XPV_DOMU_VIFS=("${XPV_DOMU_VIFS[@]:0:2}") ;;
         pvh | hvm)
             # Under QEMU's software SVM a PVH vCPU sharing a CPU with dom0 crashed (Xen: "Triple
             # fault") in about one life of three; kept apart (XPV_DOMU_SVM_PIN in lib.sh), none

@@ -13,6 +13,8 @@ set -u
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=chaos.sh
 . "$(dirname "$0")/chaos.sh"
+# shellcheck source=tcp.sh
+. "$(dirname "$0")/tcp.sh"
 
 BIN=/xpv/bin
 PMD=/xpv/lib/librte_net_xenpv.so
@@ -788,5 +790,5 @@ if tp_start; then
 else
     xpv_check testpmd-net-xenpv FAIL "testpmd did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
 fi
-xpv_run_checks app-sigkill-restart seed-experiment event-mode
+xpv_run_checks app-sigkill-restart tcp-through-domu seed-experiment event-mode
 XPV_CHECK_TIMEOUT=1800 l3fwd_checks l3fwd-power-interrupt l3fwd-power-reattach

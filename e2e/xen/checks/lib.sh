@@ -165,7 +165,8 @@ xpv_vif_netdev() {
 # Defaults of xpv_domu_start; dom0.sh may change them before calling it.
 XPV_DOMU_MEMORY=${XPV_DOMU_MEMORY:-768}
 XPV_DOMU_VCPUS=${XPV_DOMU_VCPUS:-1}
-XPV_DOMU_VIFS=("mac=00:16:3e:00:00:10" "mac=00:16:3e:00:00:11")  # vif 0, vif 1 (all on xenbr0)
+# vif 0, vif 1, ...: on xenbr0 unless an entry names its bridge (bridge=...)
+XPV_DOMU_VIFS=("mac=00:16:3e:00:00:10" "mac=00:16:3e:00:00:11")
 XPV_DOMU_TYPE=${XPV_DOMU_TYPE:-pv}  # pv, pvh or hvm (the domU reads it as xpv.guest_type)
 XPV_DOMU_CMDLINE_EXTRA=${XPV_DOMU_CMDLINE_EXTRA:-}
 XPV_DOMU_XL_EXTRA=${XPV_DOMU_XL_EXTRA:-}  # more xl config lines
@@ -200,7 +201,8 @@ xpv_domu_config() {
     fi
     [[ $XPV_DOMU_TYPE == hvm ]] && vif_type=",type=vif"
     for vif in "${XPV_DOMU_VIFS[@]}"; do
-        vifs+=("'bridge=xenbr0,$vif$vif_type$vif_script'")
+        [[ $vif == *bridge=* ]] || vif="bridge=xenbr0,$vif"
+        vifs+=("'$vif$vif_type$vif_script'")
     done
     cat <<EOF
 name = "$1"

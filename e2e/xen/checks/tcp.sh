@@ -1,0 +1,134 @@
+#!/bin/bash
+# TCP through the PV domU (sourced by domu.sh): dom0's namespace nsa sends to nsb with iperf3,
+# and the only way between them is the domU, joining its vifs 2 and 3 (dom0.sh's tcp_net_setup):
+#   nsa - xpvtcpa - vif 2 = domU = vif 3 - xpvtcpb - nsb
+# Three ways of joining them, each for TCP_SECS, the figures in the e2e log:
+#   kernel:       a Linux bridge over the domU's kernel netfronts (xen-netfront's offloads);
+#   xenpv-off:    testpmd's mac engine between two net_xenpv ports with csum=0 (no checksum
+#                 offload, TSO or LRO: netback segments and checksums every frame for us);
+#   xenpv-on:     testpmd's csum engine between two net_xenpv ports with LRO on receive, TSO
+#                 (`tso set`) and TCP checksum offload (`csum set tcp hw`) on send.
+# Each must carry the stream to its end (iperf3 completes) with no TCP checksum error counted
+# in either namespace (TcpInCsumErrors).
+
+TCP_SECS=${XPV_E2E_TCP_SECONDS:-10}
+TCP_FIGURES=$XPV_RUN_DIR/tcp-figures  # "label mbit retransmits" lines, for the bench report
+TCP_MAC_A=02:77:00:00:00:01           # nsa's veth
+TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
+
+# tcp_iperf LABEL: one iperf3 run through whatever joins vifs 2 and 3 now; its line goes to
+# TCP_FIGURES; prints dom0's summary; fails on a failed run or a checksum error.
+tcp_iperf() {
+    local out mbit retr errs
+    out=$(xpv_dom0 iperf "$TCP_SECS") || { echo "$1: $out"; return 1; }
+    mbit=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$out")
+    retr=$(sed -nE 's/.*retransmits=(-?[0-9]+).*/\1/p' <<<"$out")
+    errs=$(sed -nE 's/.*csum_errors=([0-9]+).*/\1/p' <<<"$out")
+    echo "$1 $mbit $retr" >>"$TCP_FIGURES"
+    echo "$out"
+    [[ -n $mbit && $errs == 0 ]]
+}
+
+# tcp_testpmd_start FWD DEVARGS: an interactive testpmd on fd 7 (domu.sh's tp works with it)
+# with net_xenpv ports on vifs 2 and 3; port 0 sends to nsa, port 1 to nsb.
+tcp_testpmd_start() {
+    local start=$SECONDS
+    TP_LOG=$XPV_RUN_DIR/testpmd-tcp-$1.log
+    rm -f "$TP_FIFO"
+    mkfifo "$TP_FIFO"
+    exec 7<>"$TP_FIFO"
+    stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix tcp \
+        --lcores=0@0,1@0 -d "$PMD" --vdev "net_xenpv0,vif=2$2" --vdev "net_xenpv1,vif=3$2" -- -i \
+        --total-num-mbufs=8192 --forward-mode="$1" --eth-peer="0,$TCP_MAC_A" \
+        --eth-peer="1,$TCP_MAC_B" <&7 >"$TP_LOG" 2>&1 &
+    TP_PID=$!
+    until (($(prompts) >= 1)); do
+        if ! kill -0 "$TP_PID" 2>/dev/null || ((SECONDS - start > 600)); then
+            echo "testpmd did not come up: $(tail -n 5 "$TP_LOG" | tr '\n' ' ')"
+            return 1
+        fi
+        sleep 1
+    done
+}
+
+tcp_testpmd_stop() {
+    local i
+    echo "quit" >&7
+    for ((i = 0; i < 60; i++)); do kill -0 "$TP_PID" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$TP_PID" 2>/dev/null
+    wait "$TP_PID" 2>/dev/null
+    exec 7>&-
+}
+
+# tcp_xstat PORT NAME: one xstat of a port, now.
+tcp_xstat() {
+    tp "show port xstats $1" | sed -nE "s/^ *$2: +([0-9]+)\$/\\1/p" | tail -n 1
+}
+
+check_tcp_through_domu() {
+    local a b i out k off on x
+    rm -f "$TCP_FIGURES"
+    [[ -n $(xenstore-read device/vif/2/backend 2>/dev/null) && -n $(xenstore-read device/vif/3/backend 2>/dev/null) ]] ||
+        fail "the domU has no vifs 2 and 3 (dom0's tcp_net_setup)"
+
+    # 1. The kernel: xen-netfront took vifs 2 and 3 when it loaded; a Linux bridge joins them.
+    for i in 2 3; do
+        if [[ ! -e /sys/bus/xen/drivers/vif/vif-$i ]]; then
+            xenstore-write "device/vif/$i/state" 1
+            echo "vif-$i" >/sys/bus/xen/drivers/vif/bind 2>/dev/null
+        fi
+    done
+    for ((i = 0; i < 100; i++)); do
+        a=$(xpv_vif_netdev 2) && b=$(xpv_vif_netdev 3) && break
+        sleep 0.3
+    done
+    [[ -n $a && -n $b ]] || fail "xen-netfront did not take vifs 2 and 3"
+    ip link add xpvbr type bridge && ip link set "$a" master xpvbr up && ip link set "$b" master xpvbr up &&
+        ip link set xpvbr up || fail "cannot bridge $a and $b"
+    for i in 2 3; do
+        xpv_xs_wait "$(xenstore-read "device/vif/$i/backend")/state" 4 60 || fail "vif $i: backend not Connected under xen-netfront"
+    done
+    sleep 2  # the bridge's ports forward (no STP)
+    k=$(tcp_iperf kernel) || fail "through a Linux bridge over the kernel netfronts ($a, $b): $k"
+    ip link del xpvbr
+    for i in 2 3; do
+        echo "vif-$i" >/sys/bus/xen/drivers/vif/unbind
+        xpv_xs_wait "device/vif/$i/state" 6 30 || fail "vif $i: frontend state $(xenstore-read "device/vif/$i/state") after unbinding xen-netfront"
+    done
+
+    # 2. net_xenpv without offloads: frames of at most 1514 bytes, full checksums both ways.
+    out=$(tcp_testpmd_start mac ",csum=0") || fail "net_xenpv, offloads off: $out"
+    tp "start" >/dev/null
+    nice_lcore_workers "$TP_PID" 0 >/dev/null
+    off=$(tcp_iperf xenpv-off) || { tcp_testpmd_stop; fail "testpmd mac between net_xenpv ports, offloads off: $off (kernel: $k)"; }
+    tp "stop" >/dev/null
+    tcp_testpmd_stop
+
+    # 3. net_xenpv with LRO, TSO and checksum offload: netback hands over 64 KiB TCP packets,
+    # testpmd's csum engine sends them on as TSO packets with partial checksums.
+    out=$(tcp_testpmd_start csum "") || fail "net_xenpv, offloads on: $out"
+    local c bad=""
+    for c in "port stop all" "port config all rx_offload tcp_lro on" "port config all rx_offload tcp_cksum on" \
+        "port config all tx_offload multi_segs on" "csum set ip sw 0" "csum set ip sw 1" "csum set tcp hw 0" \
+        "csum set tcp hw 1" "tso set 1448 0" "tso set 1448 1" "port start all"; do
+        x=$(tp "$c")
+        grep -qiE "fail|error|invalid|not supported" <<<"$x" && bad+=" [$c: $(tr '\n' ' ' <<<"$x" | cut -c1-160)]"
+    done
+    [[ -z $bad ]] || { tcp_testpmd_stop; fail "testpmd refused the offload set-up:$bad"; }
+    tp "start" >/dev/null
+    nice_lcore_workers "$TP_PID" 0 >/dev/null
+    on=$(tcp_iperf xenpv-on) || { tcp_testpmd_stop; fail "testpmd csum between net_xenpv ports, LRO/TSO/checksum offload: $on (kernel: $k; offloads off: $off)"; }
+    tp "stop" >/dev/null
+    local lro tso csum
+    lro=$(tcp_xstat 0 rx_q0_lro_packets)
+    tso=$(tcp_xstat 1 tx_q0_tso_packets)
+    csum=$(tcp_xstat 1 tx_q0_csum_offloaded)
+    tcp_testpmd_stop
+    ((${lro:-0} > 0 && ${tso:-0} > 0)) ||
+        fail "offloads on, yet port 0 took ${lro:-?} LRO packets and port 1 sent ${tso:-?} TSO packets ($on)"
+    local mk moff mon
+    mk=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$k")
+    moff=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$off")
+    mon=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$on")
+    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(python3 -c "print('%.2f' % ($mon / max(0.1, $moff)))"), on/kernel $(python3 -c "print('%.2f' % ($mon / max(0.1, $mk)))")"
+}
