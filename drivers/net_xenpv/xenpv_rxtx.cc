@@ -175,6 +175,7 @@ struct TxEdit {
   Kind kind = kNone;
   uint8_t* field = nullptr;  // the L4 checksum field, as it was before
   uint16_t old = 0;
+  uint16_t index = 0;  // the packet's place in its chunk
 };
 
 // The TX offloads `m` asks for, into `tp`: a partial checksum for the backend
@@ -215,11 +216,11 @@ TxEdit tx_offloads(xenpv_txq* txq, struct rte_mbuf* m, xpv::TxPacket* tp) {
 
 // After the library took the first `sent` of a chunk's packets: count their
 // offloads, and put back the checksum fields of the others.
-void tx_offloads_settle(xenpv_txq* txq, const TxEdit* edits, uint16_t k, uint16_t sent) {
-  for (uint16_t i = 0; i < k; ++i) {
+void tx_offloads_settle(xenpv_txq* txq, const TxEdit* edits, uint16_t nedits, uint16_t sent) {
+  for (uint16_t i = 0; i < nedits; ++i) {
     const TxEdit& e = edits[i];
     if (e.kind == TxEdit::kNone) continue;
-    if (i >= sent) {
+    if (e.index >= sent) {
       if (e.field) std::memcpy(e.field, &e.old, 2);
       continue;
     }
@@ -272,8 +273,8 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
   uint16_t done = 0;
   xpv::TxSegment segs[kSegsPerChunk];
   xpv::TxPacket tp[kChunk];
-  TxEdit edits[kChunk];
-  bool edited = false;
+  TxEdit edits[kChunk];  // of the packets with offload requests only
+  uint16_t nedits = 0;
   while (done < n) {
     uint16_t k = 0;
     uint16_t nseg = 0;
@@ -294,10 +295,9 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
       }
       if (nseg + m->nb_segs > kSegsPerChunk) break;  // k > 0: a chain fits an empty chunk
       tp[k] = xpv::TxPacket{&segs[nseg], m->nb_segs};
-      edits[k] = TxEdit{};
       if (m->ol_flags & kTxOffloadFlags) [[unlikely]] {
-        edits[k] = tx_offloads(txq, m, &tp[k]);
-        edited = true;
+        edits[nedits] = tx_offloads(txq, m, &tp[k]);
+        edits[nedits++].index = k;
       }
       for (struct rte_mbuf* s = m; s; s = s->next) {
         segs[nseg++] = {rte_pktmbuf_mtod(s, const void*), s->data_len};
@@ -306,9 +306,9 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
     }
     if (k == 0) break;
     const uint16_t sent = q->transmit(std::span<const xpv::TxPacket>(tp, k));
-    if (edited) [[unlikely]] {
-      tx_offloads_settle(txq, edits, k, sent);
-      edited = false;
+    if (nedits) [[unlikely]] {
+      tx_offloads_settle(txq, edits, nedits, sent);
+      nedits = 0;
     }
     // Copied into granted pages (or refused and counted): the mbufs are free.
     rte_pktmbuf_free_bulk(pkts + done, sent);
