@@ -29,8 +29,21 @@ tcp_iperf() {
     [[ -n $mbit && $errs == 0 ]]
 }
 
+# gntalloc's limit: two ports take 2 x 514 grants, over the default 1024 (docs/net_xenpv.md);
+# raised for the check, put back at its end.
+GNTALLOC_LIMIT=/sys/module/xen_gntalloc/parameters/limit
+TCP_OLD_LIMIT=
+
+# tcp_cleanup: whatever the check left running or changed (its EXIT trap: fail exits).
+tcp_cleanup() {
+    [[ -n ${TP_PID:-} ]] && kill -0 "$TP_PID" 2>/dev/null && tcp_testpmd_stop
+    ip link del xpvbr 2>/dev/null
+    [[ -n $TCP_OLD_LIMIT ]] && echo "$TCP_OLD_LIMIT" >"$GNTALLOC_LIMIT"
+}
+
 # tcp_testpmd_start FWD DEVARGS: an interactive testpmd on fd 7 (domu.sh's tp works with it)
-# with net_xenpv ports on vifs 2 and 3; port 0 sends to nsa, port 1 to nsb.
+# with net_xenpv ports on vifs 2 and 3; port 0 sends to nsa, port 1 to nsb. Not in a
+# subshell: it sets TP_PID and fd 7 for the caller. On failure, TCP_ERR says why.
 tcp_testpmd_start() {
     local start=$SECONDS
     TP_LOG=$XPV_RUN_DIR/testpmd-tcp-$1.log
@@ -44,19 +57,26 @@ tcp_testpmd_start() {
     TP_PID=$!
     until (($(prompts) >= 1)); do
         if ! kill -0 "$TP_PID" 2>/dev/null || ((SECONDS - start > 600)); then
-            echo "testpmd did not come up: $(tail -n 5 "$TP_LOG" | tr '\n' ' ')"
+            TCP_ERR="testpmd did not come up: $(tail -n 5 "$TP_LOG" | tr '\n' ' ')"
             return 1
         fi
         sleep 1
     done
+    # Both ports must have started (a port that could not connect is reported, not fatal).
+    if grep -qE "Fail to start port|Port [0-9]+ can not be set into started" "$TP_LOG"; then
+        TCP_ERR="a port did not start: $(grep -E 'net_xenpv|Fail|error' "$TP_LOG" | tail -n 4 | tr '\n' ' ')"
+        return 1
+    fi
 }
 
 tcp_testpmd_stop() {
     local i
+    [[ -n ${TP_PID:-} ]] || return 0
     echo "quit" >&7
     for ((i = 0; i < 60; i++)); do kill -0 "$TP_PID" 2>/dev/null || break; sleep 1; done
     kill -KILL "$TP_PID" 2>/dev/null
     wait "$TP_PID" 2>/dev/null
+    TP_PID=
     exec 7>&-
 }
 
@@ -66,8 +86,10 @@ tcp_xstat() {
 }
 
 check_tcp_through_domu() {
-    local a b i out k off on x
+    local a b i k off on x
     rm -f "$TCP_FIGURES"
+    TP_PID=
+    trap tcp_cleanup EXIT
     [[ -n $(xenstore-read device/vif/2/backend 2>/dev/null) && -n $(xenstore-read device/vif/3/backend 2>/dev/null) ]] ||
         fail "the domU has no vifs 2 and 3 (dom0's tcp_net_setup)"
 
@@ -97,7 +119,9 @@ check_tcp_through_domu() {
     done
 
     # 2. net_xenpv without offloads: frames of at most 1514 bytes, full checksums both ways.
-    out=$(tcp_testpmd_start mac ",csum=0") || fail "net_xenpv, offloads off: $out"
+    TCP_OLD_LIMIT=$(<"$GNTALLOC_LIMIT") || fail "no $GNTALLOC_LIMIT"
+    ((TCP_OLD_LIMIT >= 2048)) || echo 2048 >"$GNTALLOC_LIMIT" || fail "cannot raise gntalloc's limit to 2048"
+    tcp_testpmd_start mac ",csum=0" || fail "net_xenpv, offloads off: $TCP_ERR"
     tp "start" >/dev/null
     nice_lcore_workers "$TP_PID" 0 >/dev/null
     off=$(tcp_iperf xenpv-off) || { tcp_testpmd_stop; fail "testpmd mac between net_xenpv ports, offloads off: $off (kernel: $k)"; }
@@ -106,7 +130,7 @@ check_tcp_through_domu() {
 
     # 3. net_xenpv with LRO, TSO and checksum offload: netback hands over 64 KiB TCP packets,
     # testpmd's csum engine sends them on as TSO packets with partial checksums.
-    out=$(tcp_testpmd_start csum "") || fail "net_xenpv, offloads on: $out"
+    tcp_testpmd_start csum "" || fail "net_xenpv, offloads on: $TCP_ERR"
     local c bad=""
     for c in "port stop all" "port config all rx_offload tcp_lro on" "port config all rx_offload tcp_cksum on" \
         "port config all tx_offload multi_segs on" "csum set ip sw 0" "csum set ip sw 1" "csum set tcp hw 0" \
