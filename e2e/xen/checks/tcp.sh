@@ -132,11 +132,15 @@ check_tcp_through_domu() {
     # testpmd's csum engine sends them on as TSO packets with partial checksums.
     tcp_testpmd_start csum "" || fail "net_xenpv, offloads on: $TCP_ERR"
     local c bad=""
-    for c in "port stop all" "port config all rx_offload tcp_lro on" "port config all rx_offload tcp_cksum on" \
-        "port config all tx_offload multi_segs on" "csum set ip sw 0" "csum set ip sw 1" "csum set tcp hw 0" \
-        "csum set tcp hw 1" "tso set 1448 0" "tso set 1448 1" "port start all"; do
+    # (testpmd takes "all" for neither rx_offload nor tx_offload: "Bad arguments".)
+    for c in "port stop all" "port config 0 rx_offload tcp_lro on" "port config 1 rx_offload tcp_lro on" \
+        "port config 0 rx_offload tcp_cksum on" "port config 1 rx_offload tcp_cksum on" \
+        "port config 0 tx_offload multi_segs on" "port config 1 tx_offload multi_segs on" \
+        "csum set ip sw 0" "csum set ip sw 1" "csum set tcp hw 0" "csum set tcp hw 1" \
+        "tso set 1448 0" "tso set 1448 1" "port start all"; do
         x=$(tp "$c")
-        grep -qiE "fail|error|invalid|not supported" <<<"$x" && bad+=" [$c: $(tr '\n' ' ' <<<"$x" | cut -c1-160)]"
+        grep -qiE "fail|error|invalid|not supported|bad arguments|warning" <<<"$x" &&
+            bad+=" [$c: $(tr '\n' ' ' <<<"$x" | cut -c1-160)]"
     done
     [[ -z $bad ]] || { tcp_testpmd_stop; fail "testpmd refused the offload set-up:$bad"; }
     tp "start" >/dev/null
