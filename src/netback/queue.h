@@ -121,6 +121,7 @@ class Queue {
   // sent it: what Linux's stack and netback do on the way (rx_offload.cc).
   bool rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
   bool rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now);
+  uint8_t* rx_reserve(uint32_t len);
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
 

@@ -58,14 +58,8 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
     ctr_.rx_gso_segmented.add();
     bool all = true;
     for (uint32_t i = 0; i < seg.count(); ++i) {
-      if (stalled_) {
-        ctr_.rx_dropped_stalled.add();
-        all = false;
-        continue;
-      }
-      uint8_t* out = fifo_.reserve(seg.size(i));
+      uint8_t* out = rx_reserve(seg.size(i));
       if (!out) {
-        ctr_.rx_dropped_queue_full.add();
         all = false;
         continue;
       }
@@ -75,15 +69,8 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
     return all;
   }
   if (partial && !takes_partial) {
-    if (stalled_) {
-      ctr_.rx_dropped_stalled.add();
-      return false;
-    }
-    uint8_t* out = fifo_.reserve(len);
-    if (!out) {
-      ctr_.rx_dropped_queue_full.add();
-      return false;
-    }
+    uint8_t* out = rx_reserve(len);
+    if (!out) return false;
     std::memcpy(out, data, len);
     if (complete_checksum(out, len)) ctr_.rx_csum_completed.add();
     fifo_.commit(len, FrameMeta{netif::kRxDataValidated}, now);
@@ -98,17 +85,21 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
   return rx_queue_frame(data, len, FrameMeta{flags}, now);
 }
 
-bool Queue::rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now) {
-  // Carrier off: the stack drops instead of queueing.
+// Room for a frame of `len` bytes in the RX queue, or nullptr (counted):
+// carrier off (the stack drops instead of queueing), or the queue is full.
+uint8_t* Queue::rx_reserve(uint32_t len) {
   if (stalled_) {
     ctr_.rx_dropped_stalled.add();
-    return false;
+    return nullptr;
   }
   uint8_t* dst = fifo_.reserve(len);
-  if (!dst) {
-    ctr_.rx_dropped_queue_full.add();
-    return false;
-  }
+  if (!dst) ctr_.rx_dropped_queue_full.add();
+  return dst;
+}
+
+bool Queue::rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now) {
+  uint8_t* dst = rx_reserve(len);
+  if (!dst) return false;
   std::memcpy(dst, data, len);
   fifo_.commit(len, rx, now);
   return true;
