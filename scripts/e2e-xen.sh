@@ -42,6 +42,13 @@ fi
 if [[ ${XPV_E2E_NONPV_AF_XDP:-1} == 0 ]]; then
   sed -i 's/^    XPV_E2E_NONPV_AF_XDP=1$/    XPV_E2E_NONPV_AF_XDP=0/' "$PAYLOAD/checks/domu.sh"
 fi
+# Only the named checks (words; e.g. XPV_E2E_ONLY="handshake-unbound-vif testpmd-net-xenpv"), for a
+# short run while developing one: the result is not a full e2e run.
+if [[ -n ${XPV_E2E_ONLY:-} ]]; then
+  [[ $XPV_E2E_ONLY =~ ^[a-z0-9-]+( [a-z0-9-]+)*$ ]] ||
+    { echo "CHECK e2e-payload FAIL XPV_E2E_ONLY='$XPV_E2E_ONLY': want check names separated by spaces"; exit 1; }
+  sed -i "s/^XPV_E2E_ONLY=.*/XPV_E2E_ONLY=\"$XPV_E2E_ONLY\"/" "$PAYLOAD/checks/lib.sh"
+fi
 chmod -R a+rX,go-w "$PAYLOAD"
 LOG=$BUILD/e2e-xen/e2e.log
 mkdir -p "$(dirname "$LOG")"
