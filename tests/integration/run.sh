@@ -3,7 +3,7 @@
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
 # Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
 # offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
-# alone, also part of pmd).
+# alone, also part of pmd), features (the NIC features table against the driver).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=build
@@ -84,6 +84,11 @@ if want pmd; then
       check_pmd_reattach_mac
     fi
   fi
+fi
+
+if want features; then
+  source tests/integration/features.sh
+  check_features_table
 fi
 
 echo "integration: $FAILED check(s) failed; logs in $RUN"
