@@ -5,6 +5,8 @@
 #   make test      unit + integration tests (plain and ASan/UBSan builds), fuzz smoke, real-Xen e2e
 #   make demo      the main job on the simulated backend
 #   make bench     benchmarks and report
+#   make docs      API reference of include/xpv (Doxygen) and the NIC guide page, in build/docs;
+#                  any warning fails
 #   make e2e-xen   real Xen (4.17 in QEMU) end-to-end checks
 #   make fuzz      libFuzzer targets (response path, backend xenstore keys) for FUZZ_SECONDS (default 60)
 #   make soak      SOAK_MINUTES (default 10) over xpv-netback: bridge, 4 queues, 60..9000-byte
@@ -17,7 +19,7 @@ NINJA      ?= ninja
 FUZZ_SECONDS ?= 60
 SOAK_MINUTES ?= 10
 
-.PHONY: all setup build build-asan test unit-test demo bench e2e-xen fuzz soak clean format
+.PHONY: all setup build build-asan test unit-test demo bench docs e2e-xen fuzz soak clean format
 
 all: build
 
@@ -50,6 +52,9 @@ demo: build
 
 bench: build
 	@scripts/bench.sh --build $(BUILD)
+
+docs: setup
+	@scripts/docs.sh --build $(BUILD)
 
 e2e-xen: build
 	@scripts/run-tests.sh --build $(BUILD) --only e2e-xen

@@ -4,7 +4,8 @@
 #
 # Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan),
 # integration (real processes: xpv-netback, the example, testpmd), fuzz (a
-# bounded libFuzzer run), arm64 (the library compiles for aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
+# bounded libFuzzer run), docs (the API reference and the NIC guide page build
+# without a warning), arm64 (the library compiles for aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
 #
 # Usage: run-tests.sh --build DIR [--asan DIR] [--only SUITE[,SUITE...]]
 set -uo pipefail
@@ -93,6 +94,9 @@ if [[ -n "$ASAN" ]] && want unit-asan; then
 fi
 if want integration && [[ -x tests/integration/run.sh ]]; then
   run_checks integration tests/integration/run.sh --build "$BUILD" ${ASAN:+--asan "$ASAN"}
+fi
+if want docs && [[ -x scripts/docs.sh ]]; then
+  run_checks docs scripts/docs.sh --build "$BUILD"
 fi
 if want arm64 && [[ -x scripts/check-arm64.sh ]]; then
   run_checks arm64 scripts/check-arm64.sh

@@ -19,6 +19,7 @@ PACKAGES=(
   clang libclang-rt-14-dev      # libFuzzer and sanitizer runtimes
   g++-aarch64-linux-gnu         # the library must compile for arm64 (make test)
   valgrind                      # callgrind: instructions per packet (make bench)
+  doxygen python3-docutils      # make docs: API reference, NIC guide page (rst2html --strict)
   xz-utils ca-certificates
 )
 
@@ -44,8 +45,9 @@ install_packages() {
   [[ $(id -u) == 0 ]] || die "packages missing (${miss[*]}) and not running as root; run 'make setup' as root"
   log "installing: ${miss[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null || die "apt-get update failed"
-  apt-get install -y -q --no-install-recommends "${miss[@]}" >/dev/null ||
+  # Other apt users may hold the lock (DPkg::Lock::Timeout waits up to 15 minutes).
+  apt-get -o DPkg::Lock::Timeout=900 update -q >/dev/null || die "apt-get update failed"
+  apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${miss[@]}" >/dev/null ||
     die "apt-get install ${miss[*]} failed"
 }
 

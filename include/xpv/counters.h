@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Counters, defined once: the library API and the DPDK driver's xstats both
-// take their names from the lists below.
+/// \file
+/// Counters, defined once: the library API and the DPDK driver's xstats both
+/// take their names from the lists below.
 #pragma once
 
 #include <cstddef>
@@ -8,21 +9,22 @@
 
 namespace xpv {
 
-// Per event channel port (see evtchn/late_eoi.h).
+/// Per event channel port (see evtchn/late_eoi.h): X(name, what it counts).
 #define XPV_EVENT_COUNTERS(X)                                              \
   X(events, "events taken from the event channel")                         \
   X(spurious, "events whose handler found no work")                        \
   X(delayed_eois, "EOIs (unmasks) delayed by the spurious-event back-off") \
   X(unmasks, "EOIs performed")
 
+/// Counters of one event channel port: one field per XPV_EVENT_COUNTERS entry.
 struct EventCounters {
 #define XPV_FIELD(name, doc) uint64_t name = 0;
   XPV_EVENT_COUNTERS(XPV_FIELD)
 #undef XPV_FIELD
 };
 
-// Per netfront queue. The names are the xstats names (with the DPDK
-// driver's "rx_qN_" / "tx_qN_" style prefix added by the driver).
+/// Per netfront queue: X(name, what it counts). The names are the xstats
+/// names (with the DPDK driver's "rx_qN_" / "tx_qN_" style prefix added by the driver).
 #define XPV_QUEUE_COUNTERS(X)                                                                      \
   X(tx_packets, "packets handed to the backend")                                                   \
   X(tx_bytes, "bytes handed to the backend")                                                       \
@@ -45,26 +47,33 @@ struct EventCounters {
   X(mcast_requests, "multicast filter changes sent (MCAST_ADD/DEL extra-info requests)")           \
   X(mcast_refused, "multicast filter changes the backend answered with an error")
 
+/// Counters of one netfront queue: one field per XPV_QUEUE_COUNTERS entry.
 struct QueueCounters {
 #define XPV_FIELD(name, doc) uint64_t name = 0;
   XPV_QUEUE_COUNTERS(XPV_FIELD)
 #undef XPV_FIELD
 };
 
+/// One QueueCounters field: its name, what it counts, and where it is.
 struct CounterInfo {
+  /// The field's name (e.g. "tx_packets").
   const char* name;
+  /// What it counts.
   const char* doc;
-  size_t offset;  // of the uint64_t in its struct
+  size_t offset;  ///< of the uint64_t in its struct
 };
 
+/// Every QueueCounters field, in XPV_QUEUE_COUNTERS order.
 inline constexpr CounterInfo kQueueCounterInfo[] = {
 #define XPV_INFO(name, doc) {#name, doc, offsetof(QueueCounters, name)},
     XPV_QUEUE_COUNTERS(XPV_INFO)
 #undef XPV_INFO
 };
+/// The number of entries of kQueueCounterInfo.
 inline constexpr size_t kQueueCounterCount =
     sizeof(kQueueCounterInfo) / sizeof(kQueueCounterInfo[0]);
 
+/// The value in `c` of the field `info` describes.
 inline uint64_t counter_value(const QueueCounters& c, const CounterInfo& info) {
   return *reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(&c) + info.offset);
 }
