@@ -1023,4 +1023,4 @@ bool xenpv_rx_filter::multicast_listed(uint64_t key) const {
 RTE_PMD_REGISTER_VDEV(net_xenpv, xenpv_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_xenpv,
                               "vif=<int> backend=xen|sim:<path> queues=<int> "
-                              "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps>");
+                              "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1");

@@ -39,3 +39,57 @@ check_features_table() {
     fail $name "$ini disagrees with the driver (probe output $RUN/features.txt): $(tr '\n' '|' <<<"$out")"
   fi
 }
+
+# The NIC guide's device arguments (docs/nics/xenpv.rst, "Device arguments")
+# are the keys the driver accepts (its refusal of an unknown key lists them)
+# and the keys its RTE_PMD_REGISTER_PARAM_STRING advertises (what
+# dpdk-pmdinfo.py and EAL's --vdev help show).
+check_nic_guide_devargs() {
+  local name=nic-guide-devargs
+  local prog=$BUILD/tests/features/xenpv-features
+  local so=$BUILD/drivers/net_xenpv/librte_net_xenpv.so
+  [[ -x $prog && -e $so ]] || { fail $name "$prog or $so missing (make build)"; return; }
+  local pmd
+  pmd=$(xpv_pmd_path "$PWD/$so") || { fail $name "cannot place the PMD where DPDK loads it"; return; }
+  timeout -k 5 60 "$prog" -l 0 --no-huge -m 256 --no-pci --no-shconf --file-prefix "xpvdevargs$$" \
+    -d "$pmd" --vdev "net_xenpv0,xpv_no_such_key=1" >"$RUN/devargs.out" 2>"$RUN/devargs.err"
+  local out
+  if out=$(python3 - docs/nics/xenpv.rst "$RUN/devargs.err" "$so" <<'PYEOF'
+import re, subprocess, sys
+rst, err, so = sys.argv[1:]
+# The guide: "- ``key`` [form]" items of the Device arguments section.
+text = open(rst).read()
+section = text.split("\nDevice arguments\n", 1)[1].split("\n-----", 1)[0].rsplit("\n", 1)[0]
+doc = re.findall(r"^- ``(\w+)``", section, re.M)
+# The driver's refusal: "unknown device argument 'xpv_no_such_key' (valid: vif=N, ...)".
+m = re.search(r"unknown device argument 'xpv_no_such_key' \(valid: ([^)]*)\)", open(err).read())
+if not m:
+    print("the driver did not refuse an unknown key with its list of valid keys")
+    sys.exit(1)
+accepted = re.findall(r"(\w+)=", m.group(1))
+# RTE_PMD_REGISTER_PARAM_STRING: the string the symbol __net_xenpv_param_string_export holds.
+addr = next(int(l.split()[0], 16) for l in subprocess.run(["nm", so], capture_output=True, text=True).stdout.splitlines()
+            if l.endswith("__net_xenpv_param_string_export"))
+data = open(so, "rb").read()
+for l in subprocess.run(["readelf", "-lW", so], capture_output=True, text=True).stdout.splitlines():
+    f = l.split()
+    if f and f[0] == "LOAD" and int(f[2], 16) <= addr < int(f[2], 16) + int(f[4], 16):
+        off = addr - int(f[2], 16) + int(f[1], 16)
+param = data[off:data.index(b"\0", off)].decode()
+advertised = re.findall(r"(\w+)=", param)
+bad = []
+if sorted(doc) != sorted(accepted):
+    bad.append(f"the guide documents {sorted(doc)}, the driver accepts {sorted(accepted)}")
+if sorted(advertised) != sorted(accepted):
+    bad.append(f"the driver's param string '{param}' advertises {sorted(advertised)}, it accepts {sorted(accepted)}")
+if bad:
+    print("; ".join(bad))
+    sys.exit(1)
+print(f"{len(doc)} keys, documented = accepted = advertised: {' '.join(accepted)}")
+PYEOF
+  ); then
+    pass $name "$out"
+  else
+    fail $name "$out (driver log $RUN/devargs.err)"
+  fi
+}

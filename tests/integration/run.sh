@@ -89,6 +89,7 @@ fi
 if want features; then
   source tests/integration/features.sh
   check_features_table
+  check_nic_guide_devargs
 fi
 
 echo "integration: $FAILED check(s) failed; logs in $RUN"
