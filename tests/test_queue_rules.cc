@@ -116,6 +116,7 @@ struct HostileBackend : ::testing::Test {
     const QueueImpl::Accounting a = q->accounting();
     EXPECT_EQ(a.tx_pool_free + a.tx_slots_in_flight + a.tx_slots_lent, a.tx_pool_size);
     EXPECT_EQ(a.rx_pool_free + a.rx_buffers_posted + a.rx_buffers_held, a.rx_pool_size);
+    EXPECT_EQ(a.tx_extras_counted, a.tx_extras_unanswered);
   }
 };
 
@@ -636,6 +637,53 @@ TEST_F(HostileBackend, TsoIsRefusedWhereItCannotBeHonoured) {
   EXPECT_EQ(q->counters().tx_dropped, 4u);
   EXPECT_EQ(send_one(*q, 9000, true, kGsoTcpV4, 1448), 1);
   EXPECT_EQ(q->tx_ring()->req_prod_pvt(), 4u);
+}
+
+// The backend may publish a packet's answer and its extra's NETIF_RSP_NULL
+// in two pushes: the NULL is still due in the next batch (and only there),
+// and once it came, plain packets are answered as before.
+TEST_F(HostileBackend, TxNullInTheNextBatchIsStillDue) {
+  for (bool null_next : {true, false}) {
+    SCOPED_TRACE(null_next ? "NULL in the next batch" : "a packet's answer where it is due");
+    open(/*split=*/true);
+    ASSERT_EQ(send_one(*q, 3000, true, kGsoTcpV4, 1448), 1);  // one data slot and the extra
+    ASSERT_EQ(send_one(*q, 60, false), 1);
+    answer_tx(0, netif::kRspOkay);
+    publish_tx(1);
+    q->api().poll();
+    ASSERT_FALSE(q->broken()) << q->broken_reason();
+    EXPECT_EQ(q->accounting().tx_extras_unanswered, 1u);
+    expect_accounted();
+    if (null_next) {
+      netif::TxResponse null{};
+      null.status = netif::kRspNull;
+      std::memcpy(&txe()[1].rsp, &null, sizeof null);
+      answer_tx(2, netif::kRspOkay);
+      publish_tx(3);
+      q->api().poll();
+      ASSERT_FALSE(q->broken()) << q->broken_reason();
+      EXPECT_EQ(q->accounting().tx_requests_unanswered, 0u);
+      expect_accounted();
+      ASSERT_EQ(send_one(*q, 60, false), 1);  // answered with no extra outstanding
+      answer_tx(3, netif::kRspError);
+      publish_tx(4);
+      q->api().poll();
+      ASSERT_FALSE(q->broken()) << q->broken_reason();
+      EXPECT_EQ(q->counters().tx_packets, 3u);
+      EXPECT_EQ(q->counters().tx_errors, 1u);
+      expect_accounted();
+    } else {
+      answer_tx(2, netif::kRspOkay);
+      answer_tx(1, netif::kRspOkay);  // the extra's slot answered as a request
+      publish_tx(3);
+      q->api().poll();
+      EXPECT_TRUE(q->broken());
+      EXPECT_NE(q->broken_reason().find("not NETIF_RSP_NULL"), std::string::npos)
+          << q->broken_reason();
+    }
+    q->stop();
+    q.reset();
+  }
 }
 
 // The NULL responses are positional: a NULL where no extra was answered,

@@ -130,6 +130,7 @@ class QueueImpl {
   //   tx_pool_free + tx_slots_in_flight + tx_slots_lent == tx_pool_size
   //   tx_slots_in_flight + tx_extras_unanswered == tx_requests_unanswered
   //     (req_prod_pvt - rsp_cons)
+  //   tx_extras_counted == tx_extras_unanswered
   //   rx_pool_free + rx_buffers_posted + rx_buffers_held == rx_pool_size
   struct Accounting {
     uint32_t tx_pool_size = 0;
@@ -137,6 +138,7 @@ class QueueImpl {
     uint32_t tx_slots_in_flight = 0;      // slots whose request awaits a response
     uint32_t tx_slots_lent = 0;           // tx_buffer() pages held by the caller
     uint32_t tx_extras_unanswered = 0;    // extra-info slots whose NETIF_RSP_NULL is to come
+    uint32_t tx_extras_counted = 0;       // the same as the TX handler counts it (its fast loop)
     uint32_t tx_requests_unanswered = 0;  // ring slots published or queued, no response consumed
     uint32_t rx_pool_size = 0;
     uint32_t rx_pool_free = 0;

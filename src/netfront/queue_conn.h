@@ -35,6 +35,10 @@ struct QueueImpl::Conn {
   std::array<TxSlot, kTxPoolSlots> tx_slots{};
   uint32_t tx_in_flight = 0;       // ring slots (requests and extras) awaiting a response
   uint32_t tx_nulls_expected = 0;  // NETIF_RSP_NULLs owed for the extras of a packet answered
+  // Extra-info slots pushed whose NETIF_RSP_NULL is not consumed yet (GSO
+  // and multicast requests): while 0, no response can be one, and the TX
+  // handler takes the loop without the positional NULL test.
+  uint32_t tx_extras_in_flight = 0;
 
   // RX: the pool slot posted at each ring index.
   std::array<uint16_t, kRingSize> rx_posted{};

@@ -28,8 +28,15 @@ constexpr uint32_t kTxIdBatch = 64;
 // and the data is known good: NETTXF_data_validated, as Linux netfront sets
 // both for CHECKSUM_PARTIAL).
 constexpr uint16_t kTxCsumFlags = netif::kTxCsumBlank | netif::kTxDataValidated;
+// Branch-free: the request bit times the flags (a multiply by 3, one lea).
 inline uint16_t csum_flags(const TxPacket& p) {
-  return p.csum_partial ? kTxCsumFlags : 0;
+  return static_cast<uint16_t>(uint16_t{p.csum_partial} * kTxCsumFlags);
+}
+
+// A TX response with status NETIF_RSP_OKAY and an id below kTxPoolSlots, in
+// one compare: the id's 16 bits under the status's.
+inline bool okay_in_range(const netif::TxResponse& r) {
+  return (uint32_t{static_cast<uint16_t>(r.status)} << 16 | r.id) < QueueImpl::kTxPoolSlots;
 }
 
 // A packet into its slot page. Frames of 16..64 bytes, the size that bounds
@@ -113,39 +120,75 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
     uint32_t k = 0;
     const char* violation = nullptr;
     netif::TxResponse r{};
-    for (; k < a.count; ++k) {
-      r = c.tx.response_at(cons + k);  // copied once
-      if (c.tx_nulls_expected) [[unlikely]] {
-        // The extra-info slots of the packet answered just before: positional,
-        // their id means nothing (netback leaves it as the ring held it).
-        if (r.status != netif::kRspNull) {
-          violation = "not NETIF_RSP_NULL, where the answer to an extra-info slot was due";
-          break;
-        }
-        --c.tx_nulls_expected;
-        continue;
+    // The answer to a request of ours (not to an extra-info slot): the rule
+    // of both loops below, written once. nullptr when r is one.
+    auto fault = [slots](const netif::TxResponse& rsp) -> const char* {
+      if (!okay_in_range(rsp)) [[unlikely]] {
+        // A NULL's id means nothing: it is judged by its place.
+        if (rsp.status == netif::kRspNull)
+          return "NETIF_RSP_NULL, which answers an extra-info slot: none was due";
+        if (rsp.id >= kTxPoolSlots) return "out of range";
       }
-      // A NULL's id means nothing: it is judged by its place.
-      if (r.status == netif::kRspNull) [[unlikely]] {
-        violation = "NETIF_RSP_NULL, which answers an extra-info slot: none was due";
-        break;
+      if (!slots[rsp.id].in_flight) [[unlikely]]
+        return "not in flight (answered twice?)";
+      return nullptr;
+    };
+    // A valid answer: its packet's errors counted, its slot back to the
+    // pool. false (nothing done) when its packet is beyond the budget.
+    auto answered = [&](const netif::TxResponse& rsp) -> bool {
+      const TxSlot s = slots[rsp.id];
+      // The id is in range (fault() said so): the same test as fault()'s
+      // first says whether the status is OKAY, with no other compare.
+      if (!okay_in_range(rsp) && s.head) [[unlikely]] {
+        count(s.mcast                            ? kCounter_mcast_refused
+              : rsp.status == netif::kRspDropped ? kCounter_tx_dropped
+                                                 : kCounter_tx_errors);
       }
-      if (r.id >= kTxPoolSlots || !slots[r.id].in_flight) [[unlikely]] {
-        violation = r.id >= kTxPoolSlots ? "out of range" : "not in flight (answered twice?)";
-        break;
-      }
-      if (r.status != netif::kRspOkay && slots[r.id].head) [[unlikely]] {
-        count(slots[r.id].mcast                ? kCounter_mcast_refused
-              : r.status == netif::kRspDropped ? kCounter_tx_dropped
-                                               : kCounter_tx_errors);
-      }
-      if (kBudget && slots[r.id].head && !slots[r.id].mcast) {
-        if (packets == max_packets) break;  // the next packet is beyond the budget
+      if (kBudget && s.head && !s.mcast) {
+        if (packets == max_packets) return false;  // the next packet is beyond the budget
         ++packets;
       }
-      c.tx_nulls_expected = slots[r.id].extras;
-      slots[r.id] = TxSlot{};
-      freed[nfreed++] = r.id;
+      slots[rsp.id] = TxSlot{};
+      freed[nfreed++] = rsp.id;
+      return true;
+    };
+    if (c.tx_extras_in_flight == 0) [[likely]] {
+      // No extra-info slot awaits its NETIF_RSP_NULL: every response here
+      // answers a request.
+      // The entries walked in place: a run to the end of the page, then one
+      // from its start if the batch wraps.
+      while (k < a.count && !violation) {
+        const auto run = c.tx.responses_from(cons + k, a.count - k);
+        const uint32_t k0 = k;
+        for (const auto& e : run) {
+          r = netif::TxFrontRing::copy_response(e);  // copied once
+          violation = fault(r);
+          if (violation || !answered(r)) break;
+          ++k;
+        }
+        if (k - k0 < run.size()) break;  // stopped inside the run
+      }
+    } else {
+      for (; k < a.count; ++k) {
+        r = c.tx.response_at(cons + k);  // copied once
+        if (c.tx_nulls_expected) {
+          // The extra-info slots of the packet answered just before:
+          // positional, their id means nothing (netback leaves it as the
+          // ring held it).
+          if (r.status != netif::kRspNull) {
+            violation = "not NETIF_RSP_NULL, where the answer to an extra-info slot was due";
+            break;
+          }
+          --c.tx_nulls_expected;
+          --c.tx_extras_in_flight;
+          continue;
+        }
+        violation = fault(r);
+        if (violation) break;
+        const uint8_t extras = slots[r.id].extras;
+        if (!answered(r)) break;
+        c.tx_nulls_expected = extras;
+      }
     }
     // Each id was in flight, and is no longer: the slot table proved that
     // the pool has not got them back already.
@@ -200,7 +243,8 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
   netif::TxFrontRing& ring = c.tx;
   TxSlot* const slots = c.tx_slots.data();
   uint8_t* const pool_lo = pool.data(0);
-  const uintptr_t pool_bytes = uintptr_t{pool.size()} * kPageSize;
+  // setup() gives the TX pool kTxPoolSlots pages: a constant, not a register.
+  constexpr uintptr_t pool_bytes = uintptr_t{kTxPoolSlots} * kPageSize;
   const grant_ref_t* const refs = pool.refs();
   const uint32_t prod0 = ring.req_prod_pvt();
   const size_t n = pkts.size();
@@ -217,9 +261,11 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
     id = id_end = ids;
   };
 
-  size_t done = 0;
-  for (; done < n; ++done) {
-    const TxPacket& p = pkts[done];
+  const TxPacket* const first = pkts.data();
+  const TxPacket* const end = first + n;
+  const TxPacket* next = first;  // walked by pointer: no index kept live
+  for (; next != end; ++next) {
+    const TxPacket& p = *next;
     // Fast path: one segment that fits a page and is not one of our lent
     // pages: one copy, one request (netif.h: a single slot whose size is
     // the packet's length).
@@ -228,12 +274,12 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
       const uint32_t len = p.segs[0].len;
       const bool lent =
           reinterpret_cast<uintptr_t>(d) - reinterpret_cast<uintptr_t>(pool_lo) < pool_bytes;
-      if (len - 1u < kPageSize && !lent) [[likely]] {
+      if (!lent && len - 1u < kPageSize) [[likely]] {
         if (id == id_end) {
           sync();
           if ((ring.full() || pool.available() == 0) && !reclaimed) reclaim();
-          const uint32_t want = static_cast<uint32_t>(
-              std::min<size_t>({kTxIdBatch, n - done, size_t{ring.free_requests()}}));
+          const uint32_t want = static_cast<uint32_t>(std::min<size_t>(
+              {kTxIdBatch, n - size_t(next - first), size_t{ring.free_requests()}}));
           const uint32_t got =
               broken_.load(std::memory_order_relaxed) ? 0 : pool.alloc_bulk(ids, want);
           id_end = ids + got;
@@ -266,10 +312,11 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
       bytes += r.len;
     }
     if (broken_.load(std::memory_order_relaxed)) {
-      ++done;
+      ++next;
       break;
     }
   }
+  const size_t done = static_cast<size_t>(next - first);
   sync();
   const uint32_t committed = ring.req_prod_pvt() - prod0;
   const uint64_t packets = done - refused;
@@ -386,6 +433,7 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
     c.tx_slots[slot] = TxSlot{true, s == 0, false, static_cast<uint8_t>(s == 0 ? nextras : 0)};
     c.tx.commit_request();
     if (s == 0 && gso) {
+      ++c.tx_extras_in_flight;
       // netif.h: the extra-info slot follows the first request; for TCP the
       // GSO size is the MSS.
       netif::ExtraInfo e{};
@@ -429,6 +477,7 @@ Status QueueImpl::send_mcast(uint8_t extra_type, const MacAddr& group) {
   slot_of_extra = netif::TxRequest{};
   std::memcpy(&slot_of_extra, &e, sizeof e);
   c.tx.commit_request();
+  ++c.tx_extras_in_flight;
   c.tx_in_flight += 2;
   count(kCounter_mcast_requests);
   if (c.tx.push_requests_and_check_notify()) notify(c.tx_port);

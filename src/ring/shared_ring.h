@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <type_traits>
 
 namespace xpv::ring {
@@ -201,6 +202,14 @@ class FrontRing {
   }
   // Same, by ring index (rsp_cons() + k), for loops that keep the index local.
   Rsp response_at(uint32_t idx) const { return copy_once(&entries_[idx & Layout::kMask].rsp); }
+  // Bulk form for loops that walk the page: the entries from ring index idx
+  // on, at most n of them and never past the end of the page (a batch that
+  // wraps is two runs). Each response is copied out with copy_response.
+  std::span<const Entry> responses_from(uint32_t idx, uint32_t n) const {
+    const uint32_t at = idx & Layout::kMask;
+    return {entries_ + at, n < kSize - at ? n : kSize - at};
+  }
+  static Rsp copy_response(const Entry& e) { return copy_once(&e.rsp); }
   void consume_responses(uint32_t n) { rsp_cons_ += n; }
   uint32_t rsp_cons() const { return rsp_cons_; }
 

@@ -86,12 +86,12 @@ struct Input {
 [[noreturn]] void leak(const char* what, const QueueImpl::Accounting& a, int step) {
   std::fprintf(stderr,
                "fuzz: leak oracle after step %d: %s\n"
-               "  tx: pool %u = free %u + in flight %u + lent %u; extras unanswered %u, ring "
-               "slots unanswered %u\n"
+               "  tx: pool %u = free %u + in flight %u + lent %u; extras unanswered %u (counted "
+               "%u), ring slots unanswered %u\n"
                "  rx: pool %u = free %u + posted %u + held %u\n",
                step, what, a.tx_pool_size, a.tx_pool_free, a.tx_slots_in_flight, a.tx_slots_lent,
-               a.tx_extras_unanswered, a.tx_requests_unanswered, a.rx_pool_size, a.rx_pool_free,
-               a.rx_buffers_posted, a.rx_buffers_held);
+               a.tx_extras_unanswered, a.tx_extras_counted, a.tx_requests_unanswered,
+               a.rx_pool_size, a.rx_pool_free, a.rx_buffers_posted, a.rx_buffers_held);
   std::abort();
 }
 
@@ -108,6 +108,8 @@ void check_accounting(const QueueImpl& q, int step) {
     leak(
         "TX slots in flight and extra slots unanswered differ from the ring slots not yet answered",
         a, step);
+  if (!q.broken() && a.tx_extras_counted != a.tx_extras_unanswered)
+    leak("the TX handler's count of extra slots unanswered differs from the slot table's", a, step);
 }
 
 uint64_t g_checksum = 0;
