@@ -7,7 +7,7 @@
 # served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
 # for a while, to leave the stale keys of an unbound netfront behind).
 #
-# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power}, /xpv/lib/librte_net_xenpv.so.
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,xpv-bind,l3fwd-power}, /xpv/lib/librte_net_xenpv.so.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -47,7 +47,7 @@ check_payload_mounted() {
     while read -r dev mnt fs opts _; do
         [[ $mnt == /xpv ]] || continue
         [[ ,$opts, == *,ro,* ]] || fail "/xpv ($dev) is mounted $opts"
-        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -e $PMD ]] || fail "payload lacks our binaries: ${entries[*]}"
+        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -x $BIN/xpv-bind && -e $PMD ]] || fail "payload lacks our binaries: ${entries[*]}"
         pass "$dev $fs ro: ${entries[*]#/xpv/}"
     done < /proc/mounts
     fail "/xpv is not mounted"
@@ -156,6 +156,89 @@ check_handshake_unbound_vif() {
     [[ -n $stale ]] || fail "no stale keys after unbinding the kernel netfront"
     out=$(handshake 1 "$XPV_RUN_DIR/hs-unbound.log") || fail "vif 1 after unbind (stale: $stale): $out"
     pass "vif 1 after the kernel netfront was unbound (stale keys: $stale): Connected, closed cleanly"
+}
+
+# ---- xpv-bind: vif 1 from nobody to xen-netfront, to net_xenpv (testpmd) and back --------------
+
+XPV_BIND_IP=10.99.0.4  # the kernel netfront on vif 1 while xpv-bind gives it to the kernel
+
+# bind_ping: xpv-bind --bind vif-1, then the kernel netfront on vif 1 pings dom0 (through vif 1
+# only: -I, and arp_ignore=1 keeps vif 0 from answering for its address). Prints its ifname.
+bind_ping() {
+    local out ifc
+    out=$("$BIN/xpv-bind" --bind vif-1 2>&1) || { echo "xpv-bind --bind vif-1: exit $?: $out"; return 1; }
+    ifc=$(xpv_vif_netdev 1) || { echo "xpv-bind --bind vif-1 said '$out' but vif-1 has no netdev"; return 1; }
+    grep -q "vif-1: bound to xen-netfront as $ifc " <<<"$out" || { echo "xpv-bind --bind vif-1 said '$out', netdev $ifc"; return 1; }
+    out=$("$BIN/xpv-bind" --status)
+    grep -qE "^vif-1 mac=$VIF1_MAC if=$ifc state=Connected\(4\) .*state=Connected\(4\)" <<<"$(sed -n '/xen-netfront$/,/^$/p' <<<"$out")" ||
+        { echo "after --bind, --status does not list vif-1 ($ifc) under xen-netfront: $out"; return 1; }
+    { ip addr add "$XPV_BIND_IP/24" dev "$ifc" && ip link set "$ifc" up; } || { echo "cannot configure $ifc"; return 1; }
+    out=$(ping -n -c 3 -i 0.5 -W 3 -I "$ifc" 10.99.0.1 2>&1) || { echo "ping -I $ifc 10.99.0.1: $out"; return 1; }
+    echo "$ifc $(grep -o '[0-9]* received' <<<"$out")"
+}
+
+# unbind_refused_then_done IFC: an up, routed netdev is refused; once it is down, unbound.
+unbind_refused_then_done() {
+    local ifc=$1 out rc
+    out=$("$BIN/xpv-bind" --unbind vif-1 2>&1)
+    rc=$?
+    if ((rc != 1)) || ! grep -q "vif-1 is $ifc, which is up, routed" <<<"$out"; then
+        echo "--unbind of vif-1 ($ifc up at $XPV_BIND_IP): exit $rc, '$out' (want a refusal)"
+        return 1
+    fi
+    ip addr flush dev "$ifc"
+    ip link set "$ifc" down
+    out=$("$BIN/xpv-bind" --unbind vif-1 2>&1) || { echo "--unbind of vif-1 ($ifc down): exit $?: $out"; return 1; }
+    xpv_xs_wait device/vif/1/state 6 30 || { echo "vif 1 frontend state $(xenstore-read device/vif/1/state) after --unbind"; return 1; }
+    out=$("$BIN/xpv-bind" --status)
+    grep -q "^vif-1 mac=$VIF1_MAC state=Closed(6)" <<<"$(sed -n '/held by nobody$/,/^$/p' <<<"$out")" ||
+        { echo "after --unbind, --status does not list vif-1 under nobody: $out"; return 1; }
+}
+
+check_xpv_bind() {
+    local out rc ifc1 ifc2 ping1 ping2 eth0 pid i log=$XPV_RUN_DIR/xpv-bind-testpmd.log
+    "$BIN/xpv-bind" --status > "$XPV_RUN_DIR/xpv-bind-status0" 2>&1 || fail "--status: exit $?: $(cat "$XPV_RUN_DIR/xpv-bind-status0")"
+    sed 's/^/    /' "$XPV_RUN_DIR/xpv-bind-status0"
+    eth0=$(xpv_vif_netdev 0) || fail "no kernel netdev for vif 0"
+    out=$(<"$XPV_RUN_DIR/xpv-bind-status0")
+    grep -q "^vif-0 mac=00:16:3e:00:00:10 if=$eth0 state=Connected(4) .* \*Active\*$" <<<"$out" || fail "--status does not show vif-0 as $eth0, Connected, *Active*"
+    grep -q "^vif-1 mac=$VIF1_MAC state=Closed(6)" <<<"$(sed -n '/held by nobody$/,/^$/p' <<<"$out")" || fail "--status does not list vif-1 (left Closed) under nobody"
+    # vif 0 carries the domU's address: refused, and left alone.
+    out=$("$BIN/xpv-bind" --unbind vif-0 2>&1)
+    rc=$?
+    ((rc == 1)) && grep -q "^Error: vif-0 is $eth0, which is up, routed" <<<"$out" ||
+        fail "--unbind vif-0 ($eth0, $DOMU_IP): exit $rc, '$out'"
+    [[ -e /sys/bus/xen/drivers/vif/vif-0 ]] || fail "a refused --unbind vif-0 unbound it"
+    out=$("$BIN/xpv-bind" --unbind vif-7 2>&1)
+    rc=$?
+    ((rc == 1)) && grep -q "unknown vif vif-7" <<<"$out" || fail "--unbind vif-7: exit $rc, '$out'"
+
+    ping1=$(bind_ping) || fail "first bind: $ping1"
+    ifc1=${ping1%% *}
+    out=$(unbind_refused_then_done "$ifc1") || fail "$out"
+
+    # DPDK takes vif 1: --status says userspace, --bind refuses.
+    stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix xpvbind --lcores=0@0,1@0 \
+        -d "$PMD" --vdev "net_xenpv0,vif=1" -- --forward-mode=rxonly --auto-start \
+        --stats-period 5 --total-num-mbufs=2048 >"$log" 2>&1 </dev/null &
+    pid=$!
+    xpv_xs_wait device/vif/1/state 4 600 || { kill -KILL "$pid"; fail "testpmd did not connect vif 1: $(tail -n 3 "$log" | tr '\n' ' ')"; }
+    out=$("$BIN/xpv-bind" --status)
+    grep -q "^vif-1 mac=$VIF1_MAC state=Connected(4)" <<<"$(sed -n '/userspace frontend/,/^$/p' <<<"$out")" ||
+        { kill -KILL "$pid"; fail "with testpmd on vif 1, --status does not list it under userspace: $out"; }
+    out=$("$BIN/xpv-bind" --bind vif-1 2>&1)
+    rc=$?
+    ((rc == 1)) && grep -q "vif-1 is held by a userspace frontend" <<<"$out" || { kill -KILL "$pid"; fail "--bind vif-1 under testpmd: exit $rc, '$out'"; }
+    kill -INT "$pid"
+    for ((i = 0; i < 60; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "testpmd did not exit on SIGINT"; }
+    wait "$pid" 2>/dev/null
+
+    ping2=$(bind_ping) || fail "bind after testpmd quit: $ping2"
+    ifc2=${ping2%% *}
+    # Hand vif 1 back as the next checks expect it (Closed, no kernel driver).
+    out=$(unbind_refused_then_done "$ifc2") || fail "$out"
+    pass "status: vif-0 $eth0 *Active*, vif-1 nobody; --unbind vif-0 refused (routed); bind vif-1: $ping1; unbind refused while routed, done when down; testpmd: status userspace, --bind refused; testpmd quit, bind back: $ping2; unbound again"
 }
 
 # ---- one interactive testpmd for the DPDK checks: port 0 = net_xenpv on vif 1, port 1 =
@@ -778,7 +861,7 @@ if [[ $GUEST_TYPE != pv ]]; then
     exit 0
 fi
 xpv_run_checks guest-type payload-mounted xen-devices vifs-untouched xen-platform-tests \
-    handshake-fresh-vif kernel-netfront-ping handshake-unbound-vif event-mode-first
+    handshake-fresh-vif kernel-netfront-ping handshake-unbound-vif xpv-bind event-mode-first
 if tp_start; then
     xpv_run_checks testpmd-net-xenpv icmpecho txonly-counts rxonly-counts kernel-vs-xenpv \
         backend-detach-attach
