@@ -203,6 +203,20 @@ check_xpv_bind() {
     out=$(<"$XPV_RUN_DIR/xpv-bind-status0")
     grep -q "^vif-0 mac=00:16:3e:00:00:10 if=$eth0 state=Connected(4) .* \*Active\*$" <<<"$out" || fail "--status does not show vif-0 as $eth0, Connected, *Active*"
     grep -q "^vif-1 mac=$VIF1_MAC state=Closed(6)" <<<"$(sed -n '/held by nobody$/,/^$/p' <<<"$out")" || fail "--status does not list vif-1 (left Closed) under nobody"
+    # --prepare on what domu-init loaded and mounted; gntalloc's limit checked, raised, restored.
+    local limit0 limit_path=/sys/module/xen_gntalloc/parameters/limit prep
+    limit0=$(<"$limit_path")
+    out=$("$BIN/xpv-bind" --prepare 2>&1) || fail "--prepare: exit $?: $out"
+    grep -q "^xenfs: mounted at /proc/xen$" <<<"$out" && grep -q "^grants: gntalloc limit $limit0, 1 queue(s) need 514" <<<"$out" ||
+        fail "--prepare said: $out"
+    out=$("$BIN/xpv-bind" --prepare --queues $((limit0 / 514 + 1)) 2>&1)
+    rc=$?
+    ((rc == 1)) && grep -q "gntalloc's limit is $limit0 grants" <<<"$out" || fail "--prepare beyond the limit $limit0: exit $rc, '$out'"
+    out=$("$BIN/xpv-bind" --prepare --queues $((limit0 / 514 + 1)) --set-grant-limit 2>&1)
+    rc=$?
+    prep="limit $limit0 -> $(<"$limit_path")"
+    echo "$limit0" >"$limit_path"
+    ((rc == 0)) && [[ $prep == "limit $limit0 -> $(((limit0 / 514 + 1) * 514))" ]] || fail "--prepare --set-grant-limit: exit $rc, $prep, '$out'"
     # vif 0 carries the domU's address: refused, and left alone.
     out=$("$BIN/xpv-bind" --unbind vif-0 2>&1)
     rc=$?
@@ -238,7 +252,7 @@ check_xpv_bind() {
     ifc2=${ping2%% *}
     # Hand vif 1 back as the next checks expect it (Closed, no kernel driver).
     out=$(unbind_refused_then_done "$ifc2") || fail "$out"
-    pass "status: vif-0 $eth0 *Active*, vif-1 nobody; --unbind vif-0 refused (routed); bind vif-1: $ping1; unbind refused while routed, done when down; testpmd: status userspace, --bind refused; testpmd quit, bind back: $ping2; unbound again"
+    pass "--prepare: $prep and back; status: vif-0 $eth0 *Active*, vif-1 nobody; --unbind vif-0 refused (routed); bind vif-1: $ping1; unbind refused while routed, done when down; testpmd: status userspace, --bind refused; testpmd quit, bind back: $ping2; unbound again"
 }
 
 # ---- one interactive testpmd for the DPDK checks: port 0 = net_xenpv on vif 1, port 1 =
