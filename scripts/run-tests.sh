@@ -2,10 +2,11 @@
 # Runs xpv's test suites and ends with one summary line:
 #   TEST SUMMARY: PASS|FAIL  <n> suites (<failed> failed)  <cases> test cases: <p> passed, <f> failed, <s> skipped
 #
-# Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan),
-# integration (real processes: xpv-netback, the example, testpmd), fuzz (a
-# bounded libFuzzer run), docs (the API reference and the NIC guide page build
-# without a warning), arm64 (the library compiles for aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
+# Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan), tools
+# (xpv-bind against a fake guest, in python3-minimal's module set), integration (real
+# processes: xpv-netback, the example, testpmd), fuzz (a bounded libFuzzer run), docs (the API
+# reference and the NIC guide page build without a warning), arm64 (the library compiles for
+# aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
 #
 # Usage: run-tests.sh --build DIR [--asan DIR] [--only SUITE[,SUITE...]]
 set -uo pipefail
@@ -91,6 +92,9 @@ if [[ -n "$ASAN" ]] && want unit-asan; then
   run_gtest unit-asan "$ASAN/tests/xpv-tests" \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+if want tools && [[ -x tests/tools/test_xpv_bind.py ]]; then
+  run_checks tools tests/tools/test_xpv_bind.py --tool "$BUILD/tools/xpv-bind"
 fi
 if want integration && [[ -x tests/integration/run.sh ]]; then
   run_checks integration tests/integration/run.sh --build "$BUILD" ${ASAN:+--asan "$ASAN"}

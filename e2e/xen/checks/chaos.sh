@@ -156,7 +156,7 @@ sending_again() {
 }
 
 check_app_sigkill_restart() {
-    local log1=$XPV_RUN_DIR/crash-1.log log2=$XPV_RUN_DIR/crash-2.log pid be left i ifc c0 c1 out
+    local log1=$XPV_RUN_DIR/crash-1.log log2=$XPV_RUN_DIR/crash-2.log pid be left i ifc c0 c1 out bound refused unbound
     be=$(xenstore-read device/vif/1/backend) || fail "no backend for vif 1"
     pid=$(crash_tp_start "$log1")
     sending_again "$pid" 300 || { kill -KILL "$pid" 2>/dev/null; fail "the first testpmd never sent: $(tail -n 3 "$log1" | tr '\n' ' ')"; }
@@ -169,29 +169,34 @@ check_app_sigkill_restart() {
     for ((i = 0; i < 60; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "the restarted testpmd did not exit on SIGINT"; }
     wait "$pid" 2>/dev/null
-    # The kernel netfront takes the vif (Linux's xenbus probes frontends in Initialising).
+    # The kernel netfront takes the vif back: xpv-bind (it sets the Closed vif back to
+    # Initialising, as Linux's xenbus probes a fresh device, binds it, waits for the netdev).
     [[ $(xenstore-read device/vif/1/state) == 6 ]] || fail "after testpmd quit, vif 1 frontend state $(xenstore-read device/vif/1/state) (want Closed)"
-    xenstore-write device/vif/1/state 1
-    echo vif-1 >/sys/bus/xen/drivers/vif/bind 2>/dev/null
-    for ((i = 0; i < 100; i++)); do
-        ifc=$(xpv_vif_netdev 1) && break
-        sleep 0.3
-    done
-    [[ -n $ifc ]] || fail "xen-netfront did not take vif 1 after the restarted testpmd quit"
+    out=$("$BIN/xpv-bind" --bind vif-1 2>&1) || fail "xpv-bind --bind vif-1 after the restarted testpmd quit: exit $?: $out"
+    ifc=$(xpv_vif_netdev 1) || fail "xpv-bind said '$out', but vif 1 has no netdev"
+    bound=$("$BIN/xpv-bind" --status 2>&1)
+    sed -n "/xen-netfront\$/,/^\$/p" <<<"$bound" | grep -q "^vif-1 mac=$VIF1_MAC if=$ifc state=Connected(4) " ||
+        fail "after --bind vif-1, --status does not list it under xen-netfront as $ifc: $bound"
     xpv_xs_wait "$be/state" 4 60 || fail "xen-netfront on vif 1: backend state $(xenstore-read "$be/state")"
     { ip addr add "$ICMPECHO_IP/24" dev "$ifc" && ip link set "$ifc" up; } || fail "cannot configure $ifc"
     c0=$(xpv_dom0 vif_counts 1)
     out=$(ping -n -c 5 -i 0.5 -W 3 -I "$ifc" 10.99.0.1 2>&1)
     local prc=$?
     c1=$(xpv_dom0 vif_counts 1)
-    # Hand vif 1 back for the checks after this one (they connect net_xenpv to it again).
+    # Hand vif 1 back for the checks after this one (they connect net_xenpv to it again):
+    # xpv-bind refuses while it is up and routed, unbinds it once it is not.
+    refused=$("$BIN/xpv-bind" --unbind vif-1 2>&1)
+    local refused_rc=$?
     ip addr del "$ICMPECHO_IP/24" dev "$ifc"
-    echo vif-1 >/sys/bus/xen/drivers/vif/unbind
+    ip link set "$ifc" down
+    unbound=$("$BIN/xpv-bind" --unbind vif-1 2>&1) || fail "xpv-bind --unbind vif-1 ($ifc down): exit $?: $unbound"
     xpv_xs_wait device/vif/1/state 6 30 || fail "vif 1 frontend state $(xenstore-read device/vif/1/state) after unbinding xen-netfront"
+    ((refused_rc == 1)) && grep -q "^Error: vif-1 is $ifc, which is up, routed" <<<"$refused" ||
+        fail "xpv-bind --unbind vif-1 while $ifc had $ICMPECHO_IP: exit $refused_rc, '$refused'"
     local rx0 tx0 rx1 tx1 _
     read -r rx0 _ tx0 _ <<<"$c0"
     read -r rx1 _ tx1 _ <<<"$c1"
     ((prc == 0 && rx1 - rx0 >= 5 && tx1 - tx0 >= 5)) ||
         fail "xen-netfront on vif 1 ($ifc): $(grep 'packets transmitted' <<<"$out" || echo "$out"); dom0 vif counters (rx drop tx drop) $c0 -> $c1"
-    pass "testpmd txonly on vif 1 killed with SIGKILL mid-traffic (left: $left), started again: sent again, quit on SIGINT; then xen-netfront took vif 1 ($ifc): $(grep 'packets transmitted' <<<"$out"), dom0 counted $((rx1 - rx0)) frames in and $((tx1 - tx0)) out on vif 1"
+    pass "testpmd txonly on vif 1 killed with SIGKILL mid-traffic (left: $left), started again: sent again, quit on SIGINT; then xpv-bind gave vif 1 to xen-netfront ($ifc): $(grep 'packets transmitted' <<<"$out"), dom0 counted $((rx1 - rx0)) frames in and $((tx1 - tx0)) out on vif 1; xpv-bind --unbind refused while routed, done once down"
 }

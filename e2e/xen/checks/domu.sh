@@ -7,7 +7,7 @@
 # served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
 # for a while, to leave the stale keys of an unbound netfront behind).
 #
-# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power}, /xpv/lib/librte_net_xenpv.so.
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,xpv-bind,l3fwd-power}, /xpv/lib/librte_net_xenpv.so.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -47,7 +47,7 @@ check_payload_mounted() {
     while read -r dev mnt fs opts _; do
         [[ $mnt == /xpv ]] || continue
         [[ ,$opts, == *,ro,* ]] || fail "/xpv ($dev) is mounted $opts"
-        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -e $PMD ]] || fail "payload lacks our binaries: ${entries[*]}"
+        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -x $BIN/xpv-bind && -e $PMD ]] || fail "payload lacks our binaries: ${entries[*]}"
         pass "$dev $fs ro: ${entries[*]#/xpv/}"
     done < /proc/mounts
     fail "/xpv is not mounted"
@@ -156,6 +156,59 @@ check_handshake_unbound_vif() {
     [[ -n $stale ]] || fail "no stale keys after unbinding the kernel netfront"
     out=$(handshake 1 "$XPV_RUN_DIR/hs-unbound.log") || fail "vif 1 after unbind (stale: $stale): $out"
     pass "vif 1 after the kernel netfront was unbound (stale keys: $stale): Connected, closed cleanly"
+}
+
+# ---- xpv-bind (tools/xpv-bind; docs/xpv-bind.md). Three checks, each where the vifs already are
+# what it needs, so that no testpmd starts for it: before testpmd (vif 0 xen-netfront and routed,
+# vif 1 Closed), under testpmd (vif 1 userspace), and app-sigkill-restart (chaos.sh: bind vif 1
+# back to xen-netfront, ping through it, unbind it). ------------------------------------------
+
+# xpv_bind_section STATUS TITLE-END: the vif lines of one group of xpv-bind --status.
+xpv_bind_section() {
+    sed -n "/$2\$/,/^\$/p" <<<"$1" | grep '^vif-'
+}
+
+check_xpv_bind() {
+    local out rc eth0 limit0 limit_path=/sys/module/xen_gntalloc/parameters/limit prep queues
+    # --prepare on what domu-init loaded and mounted; gntalloc's limit raised for one queue
+    # more than it holds, then put back.
+    limit0=$(<"$limit_path")
+    queues=$((limit0 / 514 + 1))
+    out=$("$BIN/xpv-bind" --prepare --queues "$queues" --set-grant-limit 2>&1)
+    rc=$?
+    prep="gntalloc limit $limit0 -> $(<"$limit_path") for $queues queues"
+    echo "$limit0" >"$limit_path"
+    ((rc == 0)) && [[ $(<"$limit_path") == "$limit0" ]] || fail "--prepare --queues $queues --set-grant-limit: exit $rc, $prep: $out"
+    grep -q "^xenfs: mounted at /proc/xen$" <<<"$out" && grep -q "^grants: gntalloc limit $((queues * 514)), $queues queue(s) need $((queues * 514))" <<<"$out" ||
+        fail "--prepare said: $out"
+    out=$("$BIN/xpv-bind" --status 2>&1) || fail "--status: exit $?: $out"
+    sed 's/^/    /' <<<"$out"
+    eth0=$(xpv_vif_netdev 0) || fail "no kernel netdev for vif 0"
+    xpv_bind_section "$out" "xen-netfront" | grep -q "^vif-0 mac=00:16:3e:00:00:10 if=$eth0 state=Connected(4) .* \*Active\*$" ||
+        fail "--status does not show vif-0 under xen-netfront as $eth0, Connected, *Active*"
+    xpv_bind_section "$out" "held by nobody" | grep -q "^vif-1 mac=$VIF1_MAC state=Closed(6)" ||
+        fail "--status does not list vif-1 (left Closed) under nobody"
+    # vif 0 carries the domU's address: refused, and left alone.
+    out=$("$BIN/xpv-bind" --unbind vif-0 2>&1)
+    rc=$?
+    ((rc == 1)) && grep -q "^Error: vif-0 is $eth0, which is up, routed" <<<"$out" ||
+        fail "--unbind vif-0 ($eth0, $DOMU_IP): exit $rc, '$out'"
+    [[ -e /sys/bus/xen/drivers/vif/vif-0 ]] || fail "a refused --unbind vif-0 unbound it"
+    pass "--prepare ($prep, put back); --status: vif-0 $eth0 *Active* under xen-netfront, vif-1 Closed under nobody; --unbind vif-0 refused: $out"
+}
+
+# Under the testpmd of the DPDK checks (net_xenpv on vif 1).
+check_xpv_bind_userspace() {
+    local out rc
+    [[ -n $TP_PID ]] || fail "no testpmd"
+    out=$("$BIN/xpv-bind" --status 2>&1) || fail "--status: exit $?: $out"
+    xpv_bind_section "$out" "no kernel driver)" | grep -q "^vif-1 mac=$VIF1_MAC state=Connected(4) .*state=Connected(4)$" ||
+        fail "with testpmd on vif 1, --status does not list it under userspace: $out"
+    out=$("$BIN/xpv-bind" --bind vif-1 2>&1)
+    rc=$?
+    ((rc == 1)) && grep -q "^Error: vif-1 is held by a userspace frontend" <<<"$out" || fail "--bind vif-1 under testpmd: exit $rc, '$out'"
+    [[ $(xenstore-read device/vif/1/state) == 4 && ! -e /sys/bus/xen/drivers/vif/vif-1 ]] || fail "a refused --bind vif-1 touched it"
+    pass "testpmd holds vif 1: --status lists it under userspace (Connected, no kernel driver); --bind refused: $out"
 }
 
 # ---- one interactive testpmd for the DPDK checks: port 0 = net_xenpv on vif 1, port 1 =
@@ -778,10 +831,10 @@ if [[ $GUEST_TYPE != pv ]]; then
     exit 0
 fi
 xpv_run_checks guest-type payload-mounted xen-devices vifs-untouched xen-platform-tests \
-    handshake-fresh-vif kernel-netfront-ping handshake-unbound-vif event-mode-first
+    handshake-fresh-vif kernel-netfront-ping handshake-unbound-vif xpv-bind event-mode-first
 if tp_start; then
-    xpv_run_checks testpmd-net-xenpv icmpecho txonly-counts rxonly-counts kernel-vs-xenpv \
-        backend-detach-attach
+    xpv_run_checks testpmd-net-xenpv xpv-bind-userspace icmpecho txonly-counts rxonly-counts \
+        kernel-vs-xenpv backend-detach-attach
     # Opt-in: in this PV domU net_af_xdp's setup fails in the PV MMU or hangs (see the check).
     [[ ${XPV_E2E_AF_XDP:-0} == 1 ]] && xpv_run_checks kernel-af-xdp
     XPV_CHECK_TIMEOUT=2400 xpv_run_checks chaos-detach-attach
