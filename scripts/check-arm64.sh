@@ -32,7 +32,10 @@ fail() {  # check-name message
 
 SYSROOT=$(scripts/setup.sh --print-arm64-sysroot)
 SDK=$(scripts/setup.sh --print-sdk-dir 2>/dev/null || true)
-key=$(printf '%s\n' "$SRC" "$SYSROOT" "$SDK" "$(command -v $CXX)" | sha256sum | cut -c1-16)
+# Inputs that a ninja rebuild does not notice by itself: where the sources
+# are, the sysroot (named by its packages' versions), the SDK headers and the
+# cross compiler's version.
+key=$(printf '%s\n' "$SRC" "$SYSROOT" "$SDK" "$($CXX --version 2>/dev/null | head -1)" | sha256sum | cut -c1-16)
 CACHE=${XPV_CACHE:-/var/cache/xpv}/arm64-build
 mkdir -p "$CACHE" 2>/dev/null && [[ -w $CACHE ]] || CACHE=$SRC/build-arm64-cache
 BUILD=$CACHE/$key
@@ -124,8 +127,8 @@ bad=()
 for p in "${products[@]}"; do
   f=$BUILD/$p
   # Every header readelf prints (one per member of an archive) says AArch64.
-  readelf -h "$f" 2>/dev/null | grep 'Machine:' | grep -qv 'AArch64' && bad+=("$p")
-  readelf -h "$f" 2>/dev/null | grep -q 'Machine:.*AArch64' || bad+=("$p")
+  machines=$(readelf -h "$f" 2>/dev/null | sed -nE 's/^ *Machine: *//p' | sort -u)
+  [[ $machines == AArch64 ]] || bad+=("$p")
 done
 ((${#bad[@]} == 0)) || fail arm64-build "not built for AArch64: ${bad[*]}"
 echo "CHECK arm64-build PASS ${#products[@]} targets built for aarch64 in $((SECONDS - t0))s ($CXX $($CXX -dumpversion), sysroot $SYSROOT): ${products[*]}"
