@@ -5,8 +5,9 @@
 # Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan), tools
 # (xpv-bind against a fake guest, in python3-minimal's module set), integration (real
 # processes: xpv-netback, the example, testpmd), fuzz (a bounded libFuzzer run), docs (the API
-# reference and the NIC guide page build without a warning), arm64 (the library compiles for
-# aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
+# reference and the NIC guide page build without a warning), arm64 (library, tools, PMD and
+# unit tests cross-built for aarch64; the ring's barriers in the arm64 code), arm64-unit
+# (those unit tests under qemu-aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
 #
 # Usage: run-tests.sh --build DIR [--asan DIR] [--only SUITE[,SUITE...]]
 set -uo pipefail
@@ -28,6 +29,7 @@ LOGDIR=$BUILD/test-logs
 mkdir -p "$LOGDIR"
 declare -a NAMES=() RESULTS=() DETAILS=()
 TOTAL_P=0 TOTAL_F=0 TOTAL_S=0
+GTEST_RUNNER=()
 
 want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
 
@@ -40,16 +42,18 @@ record() {  # name result detail
   SUITE_T0=$SECONDS
 }
 
-# Runs a GoogleTest binary, shows its output, and adds its counts.
+# Runs a GoogleTest binary, shows its output, and adds its counts. A
+# GTEST_RUNNER array, when set, goes in front of the binary (qemu for arm64).
 run_gtest() {  # suite-name binary [env...]
   local name=$1 bin=$2; shift 2
+  local -a runner=("${GTEST_RUNNER[@]}")
   local log=$LOGDIR/$name.log
   if [[ ! -x "$bin" ]]; then
     record "$name" FAIL "missing test binary $bin"
     return
   fi
   echo "=== running $name: $bin"
-  env "$@" "$bin" --gtest_color=no 2>&1 | tee "$log" | grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|^\[=+\]|Skipped|skipped because|Failure|error:|ERROR:|runtime error' |
+  env "$@" "${runner[@]}" "$bin" --gtest_color=no 2>&1 | tee "$log" | grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|^\[=+\]|Skipped|skipped because|Failure|error:|ERROR:|runtime error' |
     grep -vE '^\[ +OK +\]'
   local rc=${PIPESTATUS[0]}
   local p f s
@@ -104,6 +108,9 @@ if want docs && [[ -x scripts/docs.sh ]]; then
 fi
 if want arm64 && [[ -x scripts/check-arm64.sh ]]; then
   run_checks arm64 scripts/check-arm64.sh
+  GTEST_RUNNER=(scripts/check-arm64.sh --run)
+  run_gtest arm64-unit "$(scripts/check-arm64.sh --print-build-dir)/tests/xpv-tests"
+  GTEST_RUNNER=()
 fi
 if want fuzz && [[ -x scripts/fuzz.sh ]]; then
   run_checks fuzz scripts/fuzz.sh --seconds "${FUZZ_SMOKE_SECONDS:-20}" --checks

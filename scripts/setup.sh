@@ -8,7 +8,16 @@
 # installed DPDK version into a cache outside the repository, keyed by that
 # version. They are third-party files and never enter the repository.
 #
-# Usage: scripts/setup.sh [--print-sdk-dir]
+# The arm64 build (scripts/check-arm64.sh, part of make test) links against
+# Debian's arm64 libxen-dev, libdpdk-dev and GoogleTest and runs the unit tests
+# under qemu-user. libxen-dev is not Multi-Arch: same, so it cannot sit next to
+# the amd64 one through dpkg multiarch; instead the arm64 .debs are downloaded
+# with a private apt configuration (the machine's sources, its own package
+# lists and an empty dpkg status, so the system's dpkg state stays untouched)
+# and unpacked with dpkg-deb into a sysroot outside the repository, keyed by
+# the host's versions of those -dev packages.
+#
+# Usage: scripts/setup.sh [--print-sdk-dir | --print-arm64-sysroot]
 set -euo pipefail
 
 PACKAGES=(
@@ -17,7 +26,8 @@ PACKAGES=(
   dpdk dpdk-dev libdpdk-dev dpdk-doc
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev      # libFuzzer and sanitizer runtimes
-  g++-aarch64-linux-gnu         # the library must compile for arm64 (make test)
+  g++-aarch64-linux-gnu         # the library, tools and PMD are built for arm64 (make test)
+  qemu-user                     # ... and the arm64 unit tests run under qemu-aarch64
   valgrind                      # callgrind: instructions per packet (make bench)
   doxygen python3-docutils      # make docs: API reference, NIC guide page (rst2html --strict)
   xz-utils ca-certificates
@@ -121,14 +131,107 @@ fetch_sdk_headers() {
   log "DPDK driver SDK headers in $dir/include"
 }
 
+# arm64 packages unpacked into the sysroot: what the library, the tools, the
+# PMD and the unit tests link against, and what they load at run time under
+# qemu-aarch64 -L (libstdc++6 is not a dependency of the -dev packages).
+ARM64_PACKAGES=(libxen-dev libdpdk-dev libgtest-dev libgmock-dev libstdc++6)
+# Dependencies left out: the cross toolchain brings its own C library headers,
+# crt files and libc.so (libc6-dev-arm64-cross); Debian's arm64 libc6-dev's
+# linker scripts name /lib/aarch64-linux-gnu/libc.so.6 absolutely, which
+# would make the cross linker pick the host's files.
+ARM64_SKIPPED=(libc6-dev linux-libc-dev libc-dev-bin)
+
+# The sysroot follows the host's versions of the -dev packages (the same
+# headers on both architectures) and the list above.
+arm64_sysroot_dir() {
+  local key p ver
+  key=$({
+    for p in "${ARM64_PACKAGES[@]}"; do
+      ver=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null) || ver=none
+      echo "$p=$ver"
+    done
+    echo "skipped: ${ARM64_SKIPPED[*]}"
+    echo "layout: 2"  # what make_arm64_sysroot does to the unpacked files
+  } | sha256sum | cut -c1-16)
+  echo "$CACHE_ROOT/arm64-sysroot/$key"
+}
+
+make_arm64_sysroot() {
+  local dir tmp
+  dir=$(arm64_sysroot_dir)
+  if [[ -f "$dir/.complete" ]]; then
+    return 0
+  fi
+  [[ $(id -u) == 0 ]] || die "the arm64 sysroot $dir is missing and not running as root; run 'make setup' as root"
+  log "making the arm64 sysroot in $dir (${ARM64_PACKAGES[*]} and their dependencies)"
+  mkdir -p "$CACHE_ROOT/arm64-sysroot"
+  tmp=$(mktemp -d "$CACHE_ROOT/arm64-sysroot/.tmp.XXXXXX")
+  trap 'rm -rf "$tmp"' RETURN
+  # Downloaded .debs are kept next to the sysroots: a new layout or one
+  # changed package does not download the others again.
+  local archives=$CACHE_ROOT/arm64-sysroot/archives
+  mkdir -p "$tmp/lists/partial" "$archives/partial" "$tmp/dpkg" "$tmp/root"
+  : >"$tmp/dpkg/status"
+  # The machine's sources, but arm64 only, with private lists, cache and an
+  # empty dpkg status: apt resolves the whole dependency closure for arm64 and
+  # downloads it without installing anything.
+  local opts=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64
+    -o "Dir::State::Lists=$tmp/lists" -o "Dir::State::status=$tmp/dpkg/status"
+    -o "Dir::Cache=$tmp/cache" -o "Dir::Cache::archives=$archives" -o APT::Sandbox::User=root
+    -o DPkg::Lock::Timeout=900)
+  apt-get "${opts[@]}" update -q >"$tmp/apt.log" 2>&1 || { cat "$tmp/apt.log" >&2; die "apt-get update for arm64 failed"; }
+  DEBIAN_FRONTEND=noninteractive apt-get "${opts[@]}" install -y -q --download-only --no-install-recommends \
+    "${ARM64_PACKAGES[@]}" >>"$tmp/apt.log" 2>&1 || { cat "$tmp/apt.log" >&2; die "downloading the arm64 packages failed"; }
+  local deb pkg
+  # The closure apt chose this time, as file names in the archive (which may
+  # hold older versions too): "Inst pkg (version ... [arch])", epoch ':' as %3a.
+  apt-get "${opts[@]}" install -s -q --no-install-recommends "${ARM64_PACKAGES[@]}" 2>/dev/null |
+    sed -nE 's/^Inst ([^ ]+) \(([^ ]+) .*\[([a-z0-9]+)\]\).*/\1_\2_\3.deb/p' | sed 's/:/%3a/' >"$tmp/debs"
+  [[ -s $tmp/debs ]] || die "apt-get -s listed no arm64 packages"
+  while read -r deb; do
+    deb=$archives/$deb
+    [[ -f $deb ]] || die "$deb was not downloaded"
+    pkg=$(dpkg-deb -f "$deb" Package)
+    [[ " ${ARM64_SKIPPED[*]} " == *" $pkg "* ]] && continue
+    dpkg-deb -x "$deb" "$tmp/root" || die "dpkg-deb -x $deb failed"
+    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$tmp/root/.packages"
+  done <"$tmp/debs"
+  # Linker scripts (libbsd.so: GROUP(/usr/lib/.../libbsd.so.0.11.7 ...)) name
+  # their members absolutely; bare names make ld look for them in its -L
+  # directories, i.e. the sysroot's.
+  local f
+  while IFS= read -r -d '' f; do
+    grep -q 'GROUP\|INPUT' "$f" 2>/dev/null || continue
+    sed -i -E 's#/(usr/)?lib/[a-z0-9_-]+-linux-gnu/##g' "$f"
+  done < <(find "$tmp/root" -name '*.so' -type f -size -4k -print0)
+  # Absolute symlinks inside the packages (libfoo.so -> /lib/...) point into
+  # the host; make them relative to the sysroot so the linker and qemu find
+  # the arm64 files.
+  local l t
+  while IFS= read -r -d '' l; do
+    t=$(readlink "$l")
+    [[ $t == /* ]] && ln -sfn "$(realpath -m --relative-to="$(dirname "$l")" "$tmp/root$t")" "$l"
+  done < <(find "$tmp/root" -type l -print0)
+  sort -o "$tmp/root/.packages" "$tmp/root/.packages"
+  touch "$tmp/root/.complete"
+  rm -rf "$dir"
+  mv "$tmp/root" "$dir"
+  log "arm64 sysroot: $(wc -l <"$dir/.packages") packages in $dir"
+}
+
 case "${1:-}" in
   --print-sdk-dir)
     echo "$(sdk_dir)/include"
     exit 0
     ;;
+  --print-arm64-sysroot)
+    arm64_sysroot_dir
+    exit 0
+    ;;
   "") ;;
-  *) die "unknown argument '$1' (usage: setup.sh [--print-sdk-dir])" ;;
+  *) die "unknown argument '$1' (usage: setup.sh [--print-sdk-dir | --print-arm64-sysroot])" ;;
 esac
 
 install_packages
 fetch_sdk_headers
+make_arm64_sysroot

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,7 +34,17 @@ class Subprocess {
   }
 
   // Starts argv[0] with the given arguments; stderr is inherited.
-  bool start(const std::vector<std::string>& argv) {
+  // XPV_TEST_EXEC_WRAPPER (words separated by spaces) goes in front of argv:
+  // the arm64 tests run under qemu-user without binfmt_misc, so a child that
+  // is itself an arm64 program is started as `qemu-aarch64 -L SYSROOT prog`.
+  bool start(const std::vector<std::string>& argv_in) {
+    std::vector<std::string> argv;
+    if (const char* w = std::getenv("XPV_TEST_EXEC_WRAPPER")) {
+      std::istringstream words(w);
+      for (std::string word; words >> word;)
+        argv.push_back(word);
+    }
+    argv.insert(argv.end(), argv_in.begin(), argv_in.end());
     int to_child[2], from_child[2];
     if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) return false;
     std::vector<char*> args;
@@ -44,7 +56,7 @@ class Subprocess {
     if (pid_ == 0) {
       ::dup2(to_child[0], 0);
       ::dup2(from_child[1], 1);
-      ::execv(args[0], args.data());
+      ::execvp(args[0], args.data());
       ::_exit(127);
     }
     ::close(to_child[0]);
