@@ -19,6 +19,7 @@ PACKAGES=(
   clang libclang-rt-14-dev      # libFuzzer and sanitizer runtimes
   g++-aarch64-linux-gnu         # the library must compile for arm64 (make test)
   valgrind                      # callgrind: instructions per packet (make bench)
+  dpkg-dev debhelper lintian python3-pyelftools  # make deb and its test (dpdk-pmdinfo.py)
   xz-utils ca-certificates
 )
 
