@@ -3,7 +3,7 @@
 #
 # dpkg-buildpackage writes its results into the parent of the source tree, so
 # the tree (tracked and new files, not the build directories) is copied into
-# BUILD/deb/src/xpv first and the packages end up in BUILD/deb/. No -dbgsym
+# BUILD/deb/xpv first and the packages end up in BUILD/deb/. No -dbgsym
 # packages (noddebs): they would only lengthen the build.
 #
 # Usage: scripts/build-deb.sh [--build DIR]
@@ -18,7 +18,7 @@ while (($#)); do
 done
 
 out=$BUILD/deb
-src=$out/src/xpv
+src=$out/xpv
 rm -rf "$out"
 mkdir -p "$src"
 git ls-files -z --cached --others --exclude-standard |
@@ -32,5 +32,7 @@ export XPV_DPDK_SDK=${XPV_DPDK_SDK:-$(scripts/setup.sh --print-sdk-dir)}
 (cd "$src" && DEB_BUILD_OPTIONS="noddebs ${DEB_BUILD_OPTIONS:-}" \
   dpkg-buildpackage -b -us -uc -j"$(nproc)") >"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log" >&2; echo "build-deb: dpkg-buildpackage failed (log $out/build.log)" >&2; exit 1; }
-rm -rf "$out/src"
-echo "build-deb: $(cd "$out" && ls ./*.deb | tr '\n' ' ')in $((SECONDS - start)) s (log $out/build.log)"
+rm -rf "$src"
+debs=$(cd "$out" && ls -- *.deb 2>/dev/null | tr '\n' ' ')
+[[ -n $debs ]] || { echo "build-deb: dpkg-buildpackage made no .deb in $out (log $out/build.log)" >&2; exit 1; }
+echo "build-deb: $debs in $((SECONDS - start)) s (log $out/build.log)"

@@ -4,7 +4,9 @@
 #
 # Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan),
 # integration (real processes: xpv-netback, the example, testpmd), fuzz (a
-# bounded libFuzzer run), arm64 (the library compiles for aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
+# bounded libFuzzer run), arm64 (the library compiles for aarch64), packaging (make deb, lintian,
+# the installed packages used as a user would: tests/packaging/check-deb.sh), e2e-xen (Xen 4.17 in
+# QEMU with Linux netback).
 #
 # Usage: run-tests.sh --build DIR [--asan DIR] [--only SUITE[,SUITE...]]
 set -uo pipefail
@@ -99,6 +101,9 @@ if want arm64 && [[ -x scripts/check-arm64.sh ]]; then
 fi
 if want fuzz && [[ -x scripts/fuzz.sh ]]; then
   run_checks fuzz scripts/fuzz.sh --seconds "${FUZZ_SMOKE_SECONDS:-20}" --checks
+fi
+if want packaging && [[ -x tests/packaging/check-deb.sh ]]; then
+  run_checks packaging tests/packaging/check-deb.sh --build "$BUILD"
 fi
 if want e2e-xen && [[ -x scripts/e2e-xen.sh ]]; then
   run_checks e2e-xen scripts/e2e-xen.sh --build "$BUILD"

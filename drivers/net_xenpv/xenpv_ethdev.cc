@@ -1020,8 +1020,8 @@ bool xenpv_rx_filter::multicast_listed(uint64_t key) const {
   }
 }
 
-#define XENPV_PARAM_STRING                                   \
-  "vif=<int> backend=xen|sim:<path> queues=<int> "           \
+#define XENPV_PARAM_STRING                         \
+  "vif=<int> backend=xen|sim:<path> queues=<int> " \
   "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps>"
 RTE_PMD_REGISTER_VDEV(net_xenpv, xenpv_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_xenpv, XENPV_PARAM_STRING);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The "sim" platform: a domain's view of the simulated hypervisor.
 //
-// Over a unix socket (a frontend process, "sim:PATH"); in process (the
-// backend's own dom0, and tests) through sim/local_platform.h. Grants are written into the domain's grant
-// table in shared memory, notifications are shared-memory bit flips plus an
-// eventfd write; everything else is a request message to the hypervisor.
+// Over a unix socket (a frontend process, "sim:PATH"), or in process (the
+// backend's own dom0, and tests: local_platform() in sim/hypervisor.h, part of
+// libxpv-sim). Grants are written into the domain's grant table in shared
+// memory, notifications are shared-memory bit flips plus an eventfd write;
+// everything else is a request message to the hypervisor.
 #pragma once
 
 #include <memory>
