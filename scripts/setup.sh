@@ -20,6 +20,7 @@ PACKAGES=(
   g++-aarch64-linux-gnu         # the library must compile for arm64 (make test)
   valgrind                      # callgrind: instructions per packet (make bench)
   dpkg-dev debhelper lintian python3-pyelftools  # make deb and its test (dpdk-pmdinfo.py)
+  nlohmann-json3-dev            # xpv-netback's stats file
   xz-utils ca-certificates
 )
 
