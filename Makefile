@@ -9,6 +9,7 @@
 #                  any warning fails
 #   make e2e-xen   real Xen (4.17 in QEMU) end-to-end checks
 #   make fuzz      libFuzzer targets (response path, backend xenstore keys) for FUZZ_SECONDS (default 60)
+#   make deb       Debian packages (libxpv0, libxpv-dev, dpdk-pmd-xenpv, xpv-tools) into build/deb/
 #   make soak      SOAK_MINUTES (default 10) over xpv-netback: bridge, 4 queues, 60..9000-byte
 #                  frames, reconnects every minute; memory, fds and payloads checked
 
@@ -19,7 +20,7 @@ NINJA      ?= ninja
 FUZZ_SECONDS ?= 60
 SOAK_MINUTES ?= 10
 
-.PHONY: all setup build build-asan test unit-test demo bench docs e2e-xen fuzz soak clean format
+.PHONY: all setup build build-asan test unit-test demo bench docs e2e-xen fuzz soak deb clean format
 
 all: build
 
@@ -64,6 +65,9 @@ fuzz: setup
 
 soak: build
 	@scripts/soak.sh --build $(BUILD) --minutes $(SOAK_MINUTES)
+
+deb: setup
+	@scripts/build-deb.sh --build $(BUILD)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

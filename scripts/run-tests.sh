@@ -7,7 +7,9 @@
 # processes: xpv-netback, the example, testpmd), fuzz (a bounded libFuzzer run), docs (the API
 # reference and the NIC guide page build without a warning), arm64 (library, tools, PMD and
 # unit tests cross-built for aarch64; the ring's barriers in the arm64 code), arm64-unit
-# (those unit tests under qemu-aarch64), e2e-xen (Xen 4.17 in QEMU with Linux netback).
+# (those unit tests under qemu-aarch64), packaging (make deb, lintian, the installed packages
+# used as a user would: tests/packaging/check-deb.sh), e2e-xen (Xen 4.17 in QEMU with Linux
+# netback).
 #
 # Usage: run-tests.sh --build DIR [--asan DIR] [--only SUITE[,SUITE...]]
 set -uo pipefail
@@ -114,6 +116,9 @@ if want arm64 && [[ -x scripts/check-arm64.sh ]]; then
 fi
 if want fuzz && [[ -x scripts/fuzz.sh ]]; then
   run_checks fuzz scripts/fuzz.sh --seconds "${FUZZ_SMOKE_SECONDS:-20}" --checks
+fi
+if want packaging && [[ -x tests/packaging/check-deb.sh ]]; then
+  run_checks packaging tests/packaging/check-deb.sh --build "$BUILD"
 fi
 if want e2e-xen && [[ -x scripts/e2e-xen.sh ]]; then
   run_checks e2e-xen scripts/e2e-xen.sh --build "$BUILD"

@@ -30,6 +30,8 @@ PACKAGES=(
   qemu-user                     # ... and the arm64 unit tests run under qemu-aarch64
   valgrind                      # callgrind: instructions per packet (make bench)
   doxygen python3-docutils      # make docs: API reference, NIC guide page (rst2html --strict)
+  dpkg-dev debhelper lintian python3-pyelftools  # make deb and its test (dpdk-pmdinfo.py)
+  nlohmann-json3-dev            # xpv-netback's stats file
   xz-utils ca-certificates
 )
 

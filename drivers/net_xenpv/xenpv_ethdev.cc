@@ -1020,7 +1020,16 @@ bool xenpv_rx_filter::multicast_listed(uint64_t key) const {
   }
 }
 
+#define XENPV_PARAM_STRING                         \
+  "vif=<int> backend=xen|sim:<path> queues=<int> " \
+  "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1"
 RTE_PMD_REGISTER_VDEV(net_xenpv, xenpv_driver);
-RTE_PMD_REGISTER_PARAM_STRING(net_xenpv,
-                              "vif=<int> backend=xen|sim:<path> queues=<int> "
-                              "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1");
+RTE_PMD_REGISTER_PARAM_STRING(net_xenpv, XENPV_PARAM_STRING);
+
+// dpdk-pmdinfo.py lists a driver from a "PMD_INFO_STRING=<json>" string in the
+// .rodata of the shared object (name, params, pci_ids). DPDK's own build
+// generates it for in-tree drivers (buildtools/pmdinfogen.py, not shipped by
+// Debian); an out-of-tree driver writes it, from the same strings as above.
+[[gnu::used]] static const char xenpv_pmd_info[] =
+    "PMD_INFO_STRING= {\"name\": \"net_xenpv\", \"params\": \"" XENPV_PARAM_STRING
+    "\", \"pci_ids\": []}";

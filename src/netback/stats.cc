@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The stats file (JSON) and the exit summary.
+// The stats file (JSON, nlohmann-json) and the exit summary.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <string>
 
@@ -9,94 +11,61 @@ namespace xpv::netback {
 
 namespace {
 
-void json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
-
-void json_counters(std::string& out, const Counters& c) {
-  out += '{';
-  for (size_t i = 0; i < kCounterCount; ++i) {
-    if (i) out += ", ";
-    out += '"';
-    out += kCounterInfo[i].name;
-    out += "\": ";
-    out += std::to_string(c.*kCounterInfo[i].field);
-  }
-  out += '}';
+nlohmann::ordered_json counters_json(const Counters& c) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < kCounterCount; ++i)
+    j[kCounterInfo[i].name] = c.*kCounterInfo[i].field;
+  return j;
 }
 
 }  // namespace
 
+// The document scripts and tests read (docs/xpv-netback.md): keys in a fixed
+// order, two-space indentation. Built with nlohmann-json; strings that are not
+// UTF-8 are written with U+FFFD instead of throwing (dump's error handler).
 std::string Backend::stats_json() const {
   const std::vector<VifStats> vifs = stats();
   Counters total;
   for (const VifStats& v : vifs)
     total += v.total;
-  std::string out = "{\n";
-  out += "  \"mode\": \"" + std::string(to_string(cfg_.mode)) + "\",\n";
-  out += "  \"fault\": \"" + std::string(to_string(cfg_.fault)) + "\",\n";
-  out += "  \"totals\": ";
-  json_counters(out, total);
+  nlohmann::ordered_json doc;
+  doc["mode"] = to_string(cfg_.mode);
+  doc["fault"] = to_string(cfg_.fault);
+  doc["totals"] = counters_json(total);
   if (bridge_) {
-    const std::vector<BridgeFdbEntry> fdb = bridge_->fdb_entries();
-    out += format(",\n  \"bridge\": {\"ageing_s\": %.3f, \"ports\": %zu, \"fdb\": [",
-                  static_cast<double>(bridge_->ageing_ms()) / 1000.0, bridge_->ports());
-    for (size_t i = 0; i < fdb.size(); ++i) {
-      const BridgeFdbEntry& e = fdb[i];
-      out += i ? ",\n    " : "\n    ";
-      out +=
-          format("{\"mac\": \"%s\", \"domid\": %u, \"handle\": %u, \"queue\": %u, \"age_s\": %.3f}",
-                 e.mac.c_str(), e.domid, e.handle, e.queue, e.age_s);
+    nlohmann::ordered_json fdb = nlohmann::ordered_json::array();
+    for (const BridgeFdbEntry& e : bridge_->fdb_entries()) {
+      fdb.push_back({{"mac", e.mac},
+                     {"domid", e.domid},
+                     {"handle", e.handle},
+                     {"queue", e.queue},
+                     {"age_s", e.age_s}});
     }
-    out += fdb.empty() ? "]}" : "\n  ]}";
+    doc["bridge"] = {{"ageing_s", static_cast<double>(bridge_->ageing_ms()) / 1000.0},
+                     {"ports", bridge_->ports()},
+                     {"fdb", std::move(fdb)}};
   }
-  out += ",\n  \"vifs\": [";
-  for (size_t i = 0; i < vifs.size(); ++i) {
-    const VifStats& v = vifs[i];
-    out += i ? ",\n    {" : "\n    {";
-    out += "\"name\": ";
-    json_string(out, v.name);
-    out += format(", \"domid\": %u, \"handle\": %u, \"mac\": \"%s\", \"alive\": %s", v.domid,
-                  v.handle, v.mac.c_str(), v.alive ? "true" : "false");
-    out += format(", \"backend_state\": %d, \"frontend_state\": %d", v.backend_state,
-                  v.frontend_state);
-    out += format(", \"queues\": %u, \"split_event_channels\": %s, \"disabled\": %s", v.queues,
-                  v.split_evtchn ? "true" : "false", v.disabled ? "true" : "false");
-    out += ", \"fatal_reason\": ";
-    json_string(out, v.fatal_reason);
-    out += ",\n     \"counters\": ";
-    json_counters(out, v.total);
-    out += ",\n     \"per_queue\": [";
-    for (size_t q = 0; q < v.per_queue.size(); ++q) {
-      out += q ? ",\n       " : "\n       ";
-      json_counters(out, v.per_queue[q]);
-    }
-    out += v.per_queue.empty() ? "]}" : "]}";
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const VifStats& v : vifs) {
+    nlohmann::ordered_json per_queue = nlohmann::ordered_json::array();
+    for (const Counters& q : v.per_queue)
+      per_queue.push_back(counters_json(q));
+    list.push_back({{"name", v.name},
+                    {"domid", v.domid},
+                    {"handle", v.handle},
+                    {"mac", v.mac},
+                    {"alive", v.alive},
+                    {"backend_state", v.backend_state},
+                    {"frontend_state", v.frontend_state},
+                    {"queues", v.queues},
+                    {"split_event_channels", v.split_evtchn},
+                    {"disabled", v.disabled},
+                    {"fatal_reason", v.fatal_reason},
+                    {"counters", counters_json(v.total)},
+                    {"per_queue", std::move(per_queue)}});
   }
-  out += vifs.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return out;
+  doc["vifs"] = std::move(list);
+  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string Backend::summary() const {

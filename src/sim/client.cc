@@ -12,6 +12,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "sim/in_process.h"
+#include "sim/shared_tables.h"
 #include "util/log.h"
 
 namespace xpv::sim {
@@ -68,38 +70,7 @@ class Router {
 };
 
 // ---------------------------------------------------------------------------
-// Transports: how request messages reach the hypervisor.
-
-class Transport {
- public:
-  virtual ~Transport() = default;
-  virtual Result<Message> call(Message req) = 0;
-  // Readable when pump() would find unsolicited events; -1 when events are
-  // delivered to the router directly.
-  virtual int readiness_fd() const = 0;
-  virtual void pump() = 0;
-};
-
-// Turns an error reply into an Error.
-Result<Message> checked(Result<Message> r) {
-  if (!r) return r;
-  if (r->err != 0) return make_error(r->err, r->payload);
-  return r;
-}
-
-class LocalTransport final : public Transport {
- public:
-  LocalTransport(Hypervisor& hv, std::shared_ptr<Hypervisor::Connection> c)
-      : hv_(hv), conn_(std::move(c)) {}
-  ~LocalTransport() override { hv_.disconnect(*conn_); }
-  Result<Message> call(Message req) override { return checked(hv_.handle(*conn_, std::move(req))); }
-  int readiness_fd() const override { return -1; }
-  void pump() override {}
-
- private:
-  Hypervisor& hv_;
-  std::shared_ptr<Hypervisor::Connection> conn_;
-};
+// Transports: how request messages reach the hypervisor (sim/in_process.h).
 
 class SocketTransport final : public Transport {
  public:
@@ -137,7 +108,7 @@ class SocketTransport final : public Transport {
         log_warn("sim: ignoring an unexpected reply %u to %s", m->req_id, op_name(m->op));
         continue;
       }
-      return checked(std::move(m));
+      return checked_reply(std::move(m));
     }
   }
   int readiness_fd() const override { return sock_.get(); }
@@ -171,7 +142,7 @@ struct Core {
   std::string name;
   std::shared_ptr<Router> router = std::make_shared<Router>();
   std::unique_ptr<Transport> tr;
-  Hypervisor* hv = nullptr;  // in process only
+  InProcessGrants* grants = nullptr;  // in process only
   domid_t domid = 0;
   uint32_t npages = 0;
   uint32_t ngrants = 0;
@@ -362,7 +333,7 @@ class SimGrantMapper final : public GrantMapper {
   Result<GrantMapping> map(domid_t domid, grant_ref_t ref, bool writable) override {
     uint8_t* addr = nullptr;
     uint64_t h = 0;
-    int16_t st = core_->hv->map_grant(core_->domid, domid, ref, writable, &addr, &h);
+    int16_t st = core_->grants->map_grant(core_->domid, domid, ref, writable, &addr, &h);
     if (st != kGntOkay) {
       return make_error(st == kGntBadDomain ? ESRCH : EPERM,
                         format("mapping grant %u of domain %u failed: GNTST %d", ref, domid, st));
@@ -370,12 +341,12 @@ class SimGrantMapper final : public GrantMapper {
     return GrantMapping(this, addr, h);
   }
   Status copy(std::span<GrantCopyOp> ops) override {
-    core_->hv->copy(core_->domid, ops);
+    core_->grants->copy(core_->domid, ops);
     return {};
   }
 
  protected:
-  void unmap(void*, uint64_t handle) override { core_->hv->unmap_grant(handle); }
+  void unmap(void*, uint64_t handle) override { core_->grants->unmap_grant(handle); }
 
  private:
   std::shared_ptr<Core> core_;
@@ -678,7 +649,7 @@ class SimPlatform final : public Platform {
     return std::unique_ptr<GrantSharer>(new SimGrantSharer(core_));
   }
   Result<std::unique_ptr<GrantMapper>> open_grant_mapper() override {
-    if (!core_->hv) {
+    if (!core_->grants) {
       return make_error(ENOTSUP,
                         "grant map and copy are offered to the process that owns the "
                         "simulated hypervisor (the backend), not over its socket");
@@ -752,17 +723,16 @@ Result<std::unique_ptr<Platform>> connect_platform(const std::string& path) {
   return finish(std::move(c));
 }
 
-Result<std::unique_ptr<Platform>> local_platform(Hypervisor& hv, bool as_dom0) {
+Result<std::unique_ptr<Platform>> in_process_platform(InProcessLink link) {
   auto c = std::make_shared<Core>();
-  c->hv = &hv;
+  c->grants = link.grants;
   std::weak_ptr<Router> router = c->router;
-  auto sink = [router](Message m) {
+  auto route = [router](const Message& m) {
     if (auto r = router.lock()) r->route(m);
   };
-  auto conn = as_dom0 ? hv.connect_dom0(sink) : hv.connect_domain(sink);
-  if (!conn) return conn.error();
-  c->name = as_dom0 ? "sim:local-dom0" : format("sim:local-dom%u", (*conn)->domid());
-  c->tr = std::make_unique<LocalTransport>(hv, std::move(*conn));
+  auto tr = link.open(std::move(route), &c->name);
+  if (!tr) return tr.error();
+  c->tr = std::move(*tr);
   return finish(std::move(c));
 }
 

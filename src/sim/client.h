@@ -1,26 +1,22 @@
 // SPDX-License-Identifier: MIT
 // The "sim" platform: a domain's view of the simulated hypervisor.
 //
-// Over a unix socket (a frontend process, "sim:PATH") or in process (the
-// backend's own dom0, and tests). Grants are written into the domain's grant
-// table in shared memory, notifications are shared-memory bit flips plus an
-// eventfd write; everything else is a request message to the hypervisor.
+// Over a unix socket (a frontend process, "sim:PATH"), or in process (the
+// backend's own dom0, and tests: local_platform() in sim/hypervisor.h, part of
+// libxpv-sim). Grants are written into the domain's grant table in shared
+// memory, notifications are shared-memory bit flips plus an eventfd write;
+// everything else is a request message to the hypervisor.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "sim/hypervisor.h"
 #include "xpv/platform.h"
 
 namespace xpv::sim {
 
 // A frontend domain connected to a backend's socket.
 Result<std::unique_ptr<Platform>> connect_platform(const std::string& socket_path);
-
-// A domain of an in-process hypervisor: dom0 (as_dom0) or a new guest domain.
-// The hypervisor must outlive the platform and every handle opened from it.
-Result<std::unique_ptr<Platform>> local_platform(Hypervisor& hv, bool as_dom0);
 
 // Closes the doorbells of other handles this sim platform keeps for its
 // notifications (fetched again on the next one); returns how many. For tests

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/in_process.h"
 #include "sim/protocol.h"
 #include "sim/shared_tables.h"
 #include "sim/xenstore_engine.h"
@@ -48,7 +49,7 @@ struct HypervisorStats {
   uint32_t zombie_domains = 0;  // dead domains whose pages are still mapped
 };
 
-class Hypervisor {
+class Hypervisor final : public InProcessGrants {
  public:
   class Connection;
   // Receives the unsolicited messages (watch events) for one connection. It
@@ -56,7 +57,7 @@ class Hypervisor {
   using EventSink = std::function<void(Message)>;
 
   static Result<std::unique_ptr<Hypervisor>> create(HypervisorConfig cfg = {});
-  ~Hypervisor();
+  ~Hypervisor() override;
   Hypervisor(const Hypervisor&) = delete;
   Hypervisor& operator=(const Hypervisor&) = delete;
 
@@ -72,9 +73,9 @@ class Hypervisor {
   // Backend-side grant operations (GNTTABOP_map_grant_ref / unmap / copy),
   // checked as Xen checks them. Return GNTST_* codes.
   int16_t map_grant(domid_t caller, domid_t granter, grant_ref_t ref, bool writable, uint8_t** addr,
-                    uint64_t* handle);
-  void unmap_grant(uint64_t handle);
-  void copy(domid_t caller, std::span<GrantCopyOp> ops);
+                    uint64_t* handle) override;
+  void unmap_grant(uint64_t handle) override;
+  void copy(domid_t caller, std::span<GrantCopyOp> ops) override;
 
   // The doorbell eventfd of an event channel handle (for notifiers in process).
   int doorbell_fd(uint32_t handle_id);
@@ -134,5 +135,10 @@ class Hypervisor::Connection {
   EventSink sink_;
   std::vector<uint32_t> handles_;  // evtchn handles opened by this connection
 };
+
+// A domain of an in-process hypervisor: dom0 (as_dom0) or a new guest domain
+// (sim/local_platform.cc). The hypervisor must outlive the platform and every
+// handle opened from it.
+Result<std::unique_ptr<Platform>> local_platform(Hypervisor& hv, bool as_dom0);
 
 }  // namespace xpv::sim
