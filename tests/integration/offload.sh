@@ -102,6 +102,8 @@ OFF_INTACT=("s['tcp_payload_rx'] == t['tcp_payload_tx'] > 0" "s['tcp_gap_bytes']
   "s['backend_errors'] == 0 and t['backend_errors'] == 0")
 
 check_offloads() {
+  # TSO/LRO at 200 packets/s (13 MB/s of 64 KiB packets): what a receiver on a loaded 2-core
+  # machine drains without its queue filling (at 1000/s the bridge dropped frames under load).
   local n=400 mss=1460 segs
   # 65535-byte frames: 65481 stream bytes a packet over IPv4, 65461 over IPv6.
   segs=$(((65481 + mss - 1) / mss))
@@ -109,7 +111,7 @@ check_offloads() {
   # -- TSO out, the receiver without GSO: netback cuts every 64 KiB packet
   # into MSS-sized segments, each a correct frame under the MTU (their
   # checksums left partial for a receiver with checksum offload)
-  if offload_run off-tso-seg "--proto tcp" "--proto tcp --tso $mss --size 65535 --count $n --rate 1000"; then
+  if offload_run off-tso-seg "--proto tcp" "--proto tcp --tso $mss --size 65535 --count $n --rate 200"; then
     offload_judge off-tso-seg "$n TSO packets of 65535 bytes (MSS $mss, GSO extra) arrived as $((n * segs)) segments of at most 1514 bytes, every checksum and byte right" \
       "${OFF_INTACT[@]}" "n['tx_gso_packets'] == $n" "n['rx_gso_segmented'] == $n" \
       "s['received'] == $((n * segs))" "s['rx_lro_packets'] == 0" \
@@ -124,7 +126,7 @@ check_offloads() {
   for proto in tcp tcp6; do
     local m=$mss ip=IPv4
     [[ $proto == tcp6 ]] && m=$mss6 ip=IPv6
-    if offload_run off-lro-$proto "--proto $proto --lro" "--proto $proto --tso $m --size 65535 --count $n --rate 1000"; then
+    if offload_run off-lro-$proto "--proto $proto --lro" "--proto $proto --tso $m --size 65535 --count $n --rate 200"; then
       offload_judge off-lro-$proto "$n TSO packets over $ip delivered whole to a receiver with feature-gso-tcpv4/6 (GSO extra of the right type), every checksum and byte right" \
         "${OFF_INTACT[@]}" "n['rx_gso_packets'] == $n" "s['received'] == $n" \
         "s['rx_lro_packets'] == $n"
