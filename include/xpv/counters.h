@@ -51,6 +51,23 @@ struct QueueCounters {
 #undef XPV_FIELD
 };
 
+// Per device: its control ring (netif.h feature-ctrl-ring). Each
+// violation disconnects the device.
+#define XPV_CTRL_COUNTERS(X)                                                                   \
+  X(ctrl_requests, "control-ring requests sent")                                               \
+  X(ctrl_refused, "control-ring requests the backend answered with an error status")           \
+  X(ctrl_timeouts, "control-ring requests the backend did not answer in time (a violation)")   \
+  X(ctrl_bad_ids, "control-ring responses naming a request we did not send (a violation)")     \
+  X(ctrl_bad_types, "control-ring responses of another type than their request (a violation)") \
+  X(ctrl_bad_statuses,                                                                         \
+    "control-ring responses with a status netif.h does not allow for the request (a violation)")
+
+struct CtrlCounters {
+#define XPV_FIELD(name, doc) uint64_t name = 0;
+  XPV_CTRL_COUNTERS(XPV_FIELD)
+#undef XPV_FIELD
+};
+
 struct CounterInfo {
   const char* name;
   const char* doc;

@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "xpv/counters.h"
 #include "xpv/platform.h"
@@ -68,6 +69,10 @@ struct DeviceConfig {
   // consumed then finds no work (counted as spurious_events) and, under late
   // EOI, delays the unmask (delayed_eois). Exists to measure that cost.
   bool experiment_reap_tx_in_transmit = false;
+  // How long a control-ring request (netif.h feature-ctrl-ring) may wait for
+  // its answer; a backend that takes longer broke the protocol (the device
+  // disconnects, the call fails with ETIMEDOUT).
+  uint32_t ctrl_timeout_ms = 2000;
 };
 
 struct BackendFeatures {
@@ -115,6 +120,37 @@ struct TxPacket {
   uint16_t gso_size = 0;
 };
 
+// Receive-side scaling through the backend (netif.h control ring): the
+// backend hashes each received packet with Toeplitz over the header fields
+// of the hash types enabled, and steers it to the queue that
+// mapping[hash % mapping.size()] names (hash % queues without a mapping).
+// Hash types, XEN_NETIF_CTRL_HASH_TYPE_* (netif.h): nothing else (UDP
+// ports, IPv6 extension headers...) can be hashed by a netif backend.
+inline constexpr uint32_t kHashIpv4 = 1u << 0;     // source and destination address
+inline constexpr uint32_t kHashIpv4Tcp = 1u << 1;  // addresses and TCP ports
+inline constexpr uint32_t kHashIpv6 = 1u << 2;
+inline constexpr uint32_t kHashIpv6Tcp = 1u << 3;
+inline constexpr uint32_t kHashTypesNetif = kHashIpv4 | kHashIpv4Tcp | kHashIpv6 | kHashIpv6Tcp;
+inline constexpr uint32_t kRssKeyMax = 40;  // Linux netback's XEN_NETBK_MAX_HASH_KEY_SIZE
+// Entries of a mapping we send in one granted page (netif.h: a sub-table
+// per grant); the backend's own limit (GET_HASH_MAPPING_SIZE) may be lower.
+inline constexpr uint32_t kRssMappingMax = 1024;
+
+struct RssConfig {
+  uint32_t hash_types = 0;        // kHash* bits; 0: no hashing (algorithm NONE)
+  std::vector<uint8_t> key;       // Toeplitz key, up to kRssKeyMax bytes (shorter: zero-filled)
+  std::vector<uint32_t> mapping;  // queue per entry; empty: hash % queues
+  bool operator==(const RssConfig&) const = default;
+};
+
+struct RssCapabilities {
+  bool available = false;         // the backend offers feature-ctrl-ring
+  uint32_t hash_types = 0;        // kHash* bits it may hash (all of netif's until connected)
+  uint32_t key_size_max = 0;      // kRssKeyMax when available
+  uint32_t mapping_size_max = 0;  // GET_HASH_MAPPING_SIZE (0 until connected, or unsupported)
+  bool connected = false;         // the values above come from the backend's answers
+};
+
 // A received packet as a list of fragments in the queue's granted RX pages.
 // Valid only during the receive callback.
 struct RxFragment {
@@ -131,6 +167,11 @@ struct RxPacket {
   // and 0 for a plain packet.
   uint8_t gso_type = kGsoNone;
   uint16_t gso_size = 0;
+  // The backend's hash of this packet (a XEN_NETIF_EXTRA_TYPE_HASH extra,
+  // sent once RSS is configured): hash_type is the kHash* bit it was
+  // computed for, 0 when the packet came without one.
+  uint8_t hash_type = 0;
+  uint32_t hash = 0;
 };
 
 // RxPacket::flags (netif.h NETRXF_*).
@@ -317,6 +358,20 @@ class Device {
   // EAGAIN when the TX ring had no room (call again). Like every Device
   // call, not concurrent with poll_control().
   Status set_multicast_filter(bool on, std::span<const MacAddr> groups);
+
+  // Receive-side scaling (RssConfig): checked against netif's rules and
+  // the backend's limits, kept across reconnects and applied at each
+  // connect (a backend refusal then fails the connection) and at once when
+  // connected. EINVAL for a hash type netif cannot hash, a key over
+  // kRssKeyMax, a mapping entry naming no queue; E2BIG for a mapping
+  // larger than the backend takes; ENOTSUP when the backend has no control
+  // ring; the backend's refusal (NOT_SUPPORTED: ENOTSUP, INVALID_PARAMETER:
+  // EINVAL, BUFFER_OVERFLOW: E2BIG) names the request; a backend breaking
+  // the control ring's protocol disconnects the device (EPROTO, ETIMEDOUT).
+  Status set_rss(const RssConfig& cfg);
+  const RssConfig& rss() const;
+  RssCapabilities rss_capabilities() const;
+  CtrlCounters ctrl_counters() const;
 
  private:
   class Impl;

@@ -54,6 +54,7 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend,
   c->tx_gso_types = f.tx_gso_types;
   c->rx_gso_types = f.rx_gso_types;
   if (f.rx_gso_types) c->rx_extra_types |= 1u << netif::kExtraTypeGso;
+  if (f.rx_hash) c->rx_extra_types |= 1u << netif::kExtraTypeHash;
   wake_fd_ = wake_fd;
   broken_.store(false);
   {

@@ -62,6 +62,7 @@ struct QueueFeatures {
   bool sg = false;           // the backend takes multi-slot packets (feature-sg)
   uint8_t tx_gso_types = 0;  // bit per XEN_NETIF_GSO_TYPE_*: the backend's feature-gso-tcpv4/-v6
   uint8_t rx_gso_types = 0;  // the same for the GSO packets we said we take (DeviceConfig::rx_gso)
+  bool rx_hash = false;  // a control ring is connected: XEN_NETIF_EXTRA_TYPE_HASH extras may come
 };
 
 struct QueueTeardown {
@@ -176,6 +177,8 @@ class QueueImpl {
     uint32_t len;
     uint16_t gso_size;
     uint8_t gso_type;
+    uint8_t hash_type;  // RxPacket::hash_type
+    uint32_t hash;
   };
 
   // The data path's lock: transmit and receive of one queue may run on

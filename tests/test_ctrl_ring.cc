@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+// The control ring (netif.h feature-ctrl-ring) and RSS through it, against
+// xpv-netback for the data rings and a test-side control-ring responder
+// (support/ctrl_responder.h, Linux netback's rules) for the control ring:
+// the keys of the handshake, every hash request and its answer, bad RSS
+// configurations refused before anything is sent, backend refusals named,
+// and every fault (no answer, wrong id, wrong type, impossible status) a
+// counted violation that disconnects, never a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "support/ctrl_responder.h"
+#include "support/netfront_fixture.h"
+#include "xpv/log.h"
+
+namespace xpv {
+namespace {
+
+using testing::CtrlResponder;
+
+std::vector<uint8_t> test_key() {
+  std::vector<uint8_t> k(kRssKeyMax);
+  for (size_t i = 0; i < k.size(); ++i)
+    k[i] = static_cast<uint8_t>(0x6d + 7 * i);
+  return k;
+}
+
+RssConfig four_queue_rss() {
+  RssConfig c;
+  c.hash_types = kHashTypesNetif;
+  c.key = test_key();
+  for (uint32_t i = 0; i < 128; ++i)
+    c.mapping.push_back((i * 3) % 4);
+  return c;
+}
+
+struct CtrlRingTest : NetfrontFixture {
+  std::unique_ptr<Device> dev;
+  std::unique_ptr<CtrlResponder> responder;
+
+  // Opens a device of `queues` queues; the backend offers a control ring
+  // (served by the responder) when `ctrl` is set.
+  void open(uint32_t queues, bool ctrl = true, uint32_t ctrl_timeout_ms = 2000,
+            netback::Config nb = {}) {
+    start(nb);
+    DeviceConfig cfg = config(queues);
+    cfg.ctrl_timeout_ms = ctrl_timeout_ms;
+    auto d = Device::open(cfg);
+    ASSERT_TRUE(d) << d.error().message;
+    dev = std::move(*d);
+    const DeviceInfo& info = dev->info();
+    ASSERT_TRUE(
+        xs0->write(kXsNoTransaction, info.backend_path + "/feature-ctrl-ring", ctrl ? "1" : "0"));
+    responder = std::make_unique<CtrlResponder>(*dom0, info.self_domid, info.frontend_path, queues);
+    responder->start();
+  }
+  void TearDown() override {
+    if (dev) dev->close();
+    if (responder) responder->stop();
+    responder.reset();
+    dev.reset();
+    NetfrontFixture::TearDown();
+  }
+};
+
+TEST_F(CtrlRingTest, TheHandshakeWritesTheRingAndRssIsConfiguredByEveryHashRequest) {
+  open(4);
+  const RssConfig want = four_queue_rss();
+  ASSERT_TRUE(dev->set_rss(want));
+  EXPECT_TRUE(dev->rss_capabilities().available);
+  EXPECT_FALSE(dev->rss_capabilities().connected);
+  ASSERT_TRUE(dev->connect());
+  const std::string fe = dev->info().frontend_path;
+  EXPECT_TRUE(*xs0->try_read(kXsNoTransaction, fe + "/ctrl-ring-ref"));
+  EXPECT_TRUE(*xs0->try_read(kXsNoTransaction, fe + "/event-channel-ctrl"));
+  EXPECT_EQ(responder->connections(), 1u);
+
+  const CtrlResponder::State st = responder->state();
+  EXPECT_EQ(st.algorithm, netif::kCtrlHashAlgorithmToeplitz);
+  EXPECT_EQ(st.flags, kHashTypesNetif);
+  EXPECT_EQ(st.key, want.key);
+  EXPECT_EQ(st.mapping, want.mapping);
+  const std::vector<uint16_t> sequence = {
+      netif::kCtrlTypeGetHashFlags,     netif::kCtrlTypeGetHashMappingSize,
+      netif::kCtrlTypeSetHashAlgorithm, netif::kCtrlTypeSetHashFlags,
+      netif::kCtrlTypeSetHashKey,       netif::kCtrlTypeSetHashMappingSize,
+      netif::kCtrlTypeSetHashMapping};
+  EXPECT_EQ(st.types_seen, sequence);
+
+  const RssCapabilities caps = dev->rss_capabilities();
+  EXPECT_TRUE(caps.connected);
+  EXPECT_EQ(caps.hash_types, kHashTypesNetif) << "GET_HASH_FLAGS' answer";
+  EXPECT_EQ(caps.mapping_size_max, 128u) << "GET_HASH_MAPPING_SIZE's answer";
+  EXPECT_EQ(caps.key_size_max, kRssKeyMax);
+  CtrlCounters c = dev->ctrl_counters();
+  EXPECT_EQ(c.ctrl_requests, 7u);
+  EXPECT_EQ(c.ctrl_refused, 0u);
+
+  // While connected, a change is sent at once: a new table and key, then
+  // hashing off (algorithm NONE).
+  RssConfig moved = want;
+  moved.mapping.assign(64, 2);
+  moved.key.assign(16, 0xab);
+  moved.hash_types = kHashIpv4 | kHashIpv4Tcp;
+  ASSERT_TRUE(dev->set_rss(moved));
+  EXPECT_EQ(responder->state().mapping, moved.mapping);
+  EXPECT_EQ(responder->state().key, moved.key);
+  EXPECT_EQ(responder->state().flags, kHashIpv4 | kHashIpv4Tcp);
+  EXPECT_EQ(dev->rss(), moved);
+  ASSERT_TRUE(dev->set_rss(RssConfig{}));
+  EXPECT_EQ(responder->state().algorithm, netif::kCtrlHashAlgorithmNone);
+
+  dev->close();
+  const Device::TeardownAccount acc = dev->teardown_account();
+  EXPECT_EQ(acc.pages, 4u * (2 + 256 + 256) + 2) << "rings, pools, control ring and its data page";
+  EXPECT_EQ(acc.returned, acc.pages);
+}
+
+TEST_F(CtrlRingTest, RssIsAppliedAgainAfterAReconnect) {
+  // The backend resets the vif after 20 packets (netback::Fault::kReconnect).
+  netback::Config nb;
+  nb.fault = netback::Fault::kReconnect;
+  nb.fault_after = 20;
+  open(2, true, 2000, nb);
+  RssConfig want = four_queue_rss();
+  for (uint32_t& e : want.mapping)
+    e %= 2;
+  ASSERT_TRUE(dev->set_rss(want));
+  ASSERT_TRUE(dev->connect());
+  ASSERT_EQ(responder->connections(), 1u);
+  // A new ring after the reset, the same configuration.
+  static uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2};
+  const TxSegment seg{frame, sizeof frame};
+  const TxPacket pkt{&seg, 1};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((dev->link() != LinkState::kUp || dev->reconnects() == 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (dev->link() == LinkState::kUp) dev->queue(0).transmit(std::span<const TxPacket>(&pkt, 1));
+    dev->queue(0).receive(32, [](const RxPacket&) { return true; });
+    pollfd pf{dev->control_fd(), POLLIN, 0};
+    ::poll(&pf, 1, 2);
+    dev->poll_control();
+  }
+  ASSERT_EQ(dev->link(), LinkState::kUp) << dev->last_down_reason();
+  EXPECT_EQ(responder->connections(), 2u);
+  EXPECT_EQ(responder->state().mapping, want.mapping);
+  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 14u) << "seven per connection";
+}
+
+TEST_F(CtrlRingTest, WithoutAControlRingThereIsNoRss) {
+  open(2, /*ctrl=*/false);
+  EXPECT_FALSE(dev->rss_capabilities().available);
+  EXPECT_EQ(dev->rss_capabilities().mapping_size_max, 0u);
+  RssConfig c;
+  c.hash_types = kHashIpv4;
+  Status s = dev->set_rss(c);
+  EXPECT_EQ(s.code(), ENOTSUP);
+  EXPECT_NE(s.message().find("feature-ctrl-ring"), std::string::npos) << s.message();
+  ASSERT_TRUE(dev->connect());
+  EXPECT_FALSE(*xs0->try_read(kXsNoTransaction, dev->info().frontend_path + "/ctrl-ring-ref"));
+  EXPECT_EQ(responder->connections(), 0u);
+  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 0u);
+}
+
+TEST_F(CtrlRingTest, BadRssConfigurationsAreRefusedNamingTheProblem) {
+  open(4);
+  auto refused = [&](const RssConfig& c, int code, const char* words) {
+    Status s = dev->set_rss(c);
+    EXPECT_EQ(s.code(), code) << s.message();
+    EXPECT_NE(s.message().find(words), std::string::npos) << s.message();
+  };
+  RssConfig c = four_queue_rss();
+  c.hash_types |= 1u << 4;  // e.g. UDP: netif has no such hash type
+  refused(c, EINVAL, "cannot hash");
+  c = four_queue_rss();
+  c.key.resize(41);
+  refused(c, EINVAL, "41-byte hash key");
+  c = four_queue_rss();
+  c.mapping[77] = 4;
+  refused(c, EINVAL, "mapping entry 77 names queue 4");
+  c = four_queue_rss();
+  c.mapping.resize(kRssMappingMax + 1);
+  refused(c, E2BIG, "one granted page");
+  EXPECT_EQ(dev->rss(), RssConfig{}) << "nothing refused is kept";
+  ASSERT_TRUE(dev->connect());
+  // Connected, the backend's own limit applies (GET_HASH_MAPPING_SIZE 128).
+  c = four_queue_rss();
+  c.mapping.resize(256, 1);
+  refused(c, E2BIG, "GET_HASH_MAPPING_SIZE");
+  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 2u) << "only the two queries were sent";
+}
+
+TEST_F(CtrlRingTest, ABackendRefusalFailsTheConnectNamingTheRequest) {
+  open(4);
+  // A backend without a mapping table (GET_HASH_MAPPING_SIZE answers 0):
+  // a table of 128 entries is refused with INVALID_PARAMETER.
+  responder->set_mapping_size_max(0);
+  ASSERT_TRUE(dev->set_rss(four_queue_rss()));
+  Status s = dev->connect();
+  EXPECT_EQ(s.code(), EINVAL);
+  EXPECT_NE(s.message().find("SET_HASH_MAPPING_SIZE"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("INVALID_PARAMETER"), std::string::npos) << s.message();
+  const CtrlCounters c = dev->ctrl_counters();
+  EXPECT_EQ(c.ctrl_refused, 1u);
+  EXPECT_EQ(c.ctrl_timeouts + c.ctrl_bad_ids + c.ctrl_bad_types + c.ctrl_bad_statuses, 0u);
+  // Without a table (hash % queues) the same backend is fine.
+  RssConfig modular = four_queue_rss();
+  modular.mapping.clear();
+  ASSERT_TRUE(dev->set_rss(modular));
+  ASSERT_TRUE(dev->connect());
+  EXPECT_EQ(responder->state().algorithm, netif::kCtrlHashAlgorithmToeplitz);
+  EXPECT_TRUE(responder->state().mapping.empty());
+}
+
+struct CtrlFault {
+  CtrlResponder::Fault fault;
+  int code;
+  uint64_t CtrlCounters::*counter;
+  const char* words;
+};
+
+struct CtrlFaultTest : CtrlRingTest, ::testing::WithParamInterface<CtrlFault> {};
+
+// A fault at connect: connect() fails within the timeout with the reason,
+// the violation is counted under its name; then the same fault on a request
+// made while connected disconnects the device.
+TEST_P(CtrlFaultTest, IsACountedViolationThatDisconnectsNeverAHang) {
+  set_log_sink([](LogLevel, std::string_view) {});
+  const CtrlFault f = GetParam();
+  open(4, true, /*ctrl_timeout_ms=*/300);
+  responder->set_fault(netif::kCtrlTypeSetHashKey, f.fault);
+  ASSERT_TRUE(dev->set_rss(four_queue_rss()));
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = dev->connect();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  set_log_sink(nullptr);
+  EXPECT_EQ(s.code(), f.code) << s.message();
+  EXPECT_NE(s.message().find(f.words), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("SET_HASH_KEY"), std::string::npos) << s.message();
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_EQ(dev->ctrl_counters().*f.counter, 1u);
+  EXPECT_EQ(dev->link(), LinkState::kDown);
+
+  // Connected without the fault, then a request meets it.
+  set_log_sink([](LogLevel, std::string_view) {});
+  responder->set_fault(netif::kCtrlTypeSetHashKey, CtrlResponder::Fault::kNone);
+  ASSERT_TRUE(dev->connect());
+  responder->set_fault(netif::kCtrlTypeSetHashMapping, f.fault);
+  RssConfig c = four_queue_rss();
+  c.mapping.assign(128, 1);
+  Status u = dev->set_rss(c);
+  set_log_sink(nullptr);
+  EXPECT_EQ(u.code(), f.code) << u.message();
+  EXPECT_EQ(dev->ctrl_counters().*f.counter, 2u);
+  EXPECT_EQ(dev->link(), LinkState::kDown);
+  EXPECT_NE(dev->last_down_reason().find("SET_HASH_MAPPING"), std::string::npos)
+      << dev->last_down_reason();
+  EXPECT_EQ(dev->rss().mapping, four_queue_rss().mapping) << "the refused change is not kept";
+}
+
+INSTANTIATE_TEST_SUITE_P(CtrlRing, CtrlFaultTest,
+                         ::testing::Values(CtrlFault{CtrlResponder::Fault::kNoAnswer, ETIMEDOUT,
+                                                     &CtrlCounters::ctrl_timeouts,
+                                                     "did not answer"},
+                                           CtrlFault{CtrlResponder::Fault::kWrongId, EPROTO,
+                                                     &CtrlCounters::ctrl_bad_ids, "names id"},
+                                           CtrlFault{CtrlResponder::Fault::kWrongType, EPROTO,
+                                                     &CtrlCounters::ctrl_bad_types, "has type"},
+                                           CtrlFault{CtrlResponder::Fault::kBadStatus, EPROTO,
+                                                     &CtrlCounters::ctrl_bad_statuses, "status 9"}),
+                         [](const ::testing::TestParamInfo<CtrlFault>& i) {
+                           switch (i.param.fault) {
+                             case CtrlResponder::Fault::kNoAnswer:
+                               return std::string("NoAnswer");
+                             case CtrlResponder::Fault::kWrongId:
+                               return std::string("WrongId");
+                             case CtrlResponder::Fault::kWrongType:
+                               return std::string("WrongType");
+                             default:
+                               return std::string("BadStatus");
+                           }
+                         });
+
+}  // namespace
+}  // namespace xpv
