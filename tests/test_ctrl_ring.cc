@@ -10,9 +10,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <random>
 
 #include "support/ctrl_responder.h"
 #include "support/netfront_fixture.h"
+#include "support/softrss_ref.h"
 #include "xpv/log.h"
 
 namespace xpv {
@@ -44,6 +46,7 @@ struct CtrlRingTest : NetfrontFixture {
   // (served by the responder) when `ctrl` is set.
   void open(uint32_t queues, bool ctrl = true, uint32_t ctrl_timeout_ms = 2000,
             netback::Config nb = {}) {
+    nb.ctrl_ring = false;  // the responder plays the control ring
     start(nb);
     DeviceConfig cfg = config(queues);
     cfg.ctrl_timeout_ms = ctrl_timeout_ms;
@@ -115,7 +118,10 @@ TEST_F(CtrlRingTest, TheHandshakeWritesTheRingAndRssIsConfiguredByEveryHashReque
   dev->close();
   const Device::TeardownAccount acc = dev->teardown_account();
   EXPECT_EQ(acc.pages, 4u * (2 + 256 + 256) + 2) << "rings, pools, control ring and its data page";
-  EXPECT_EQ(acc.returned, acc.pages);
+  // The responder (a thread of this test, not xpv-netback) may still map
+  // the ring when the backend went Closed: that page is kept, not freed.
+  EXPECT_EQ(acc.returned + acc.still_mapped, acc.pages);
+  EXPECT_LE(acc.still_mapped, 1u);
 }
 
 TEST_F(CtrlRingTest, RssIsAppliedAgainAfterAReconnect) {
@@ -282,6 +288,140 @@ INSTANTIATE_TEST_SUITE_P(CtrlRing, CtrlFaultTest,
                                return std::string("BadStatus");
                            }
                          });
+
+// ---------------------------------------------------------------------------
+// RSS end to end over xpv-netback's own control ring (loopback): every flow
+// lands on the queue mapping[hash % 128] names and carries the hash DPDK's
+// rte_softrss computes; a mapping change moves a flow; a new key, new hashes.
+
+struct Flow4 {
+  uint8_t src[4], dst[4];
+  uint16_t sport, dport;
+  bool tcp;
+};
+
+std::vector<uint8_t> flow_frame(const Flow4& f) {
+  std::vector<uint8_t> v = {2, 0, 0, 0, 0, 0x0b, 2, 0, 0, 0, 0, 0x0a, 0x08, 0x00};
+  const size_t ip = v.size();
+  const size_t l4len = (f.tcp ? 20 : 8) + 32;
+  v.resize(ip + 20 + l4len);
+  v[ip] = 0x45;
+  v[ip + 2] = static_cast<uint8_t>((20 + l4len) >> 8);
+  v[ip + 3] = static_cast<uint8_t>(20 + l4len);
+  v[ip + 6] = 0x40;  // DF
+  v[ip + 8] = 64;
+  v[ip + 9] = f.tcp ? 6 : 17;
+  std::memcpy(&v[ip + 12], f.src, 4);
+  std::memcpy(&v[ip + 16], f.dst, 4);
+  const size_t l4 = ip + 20;
+  v[l4] = static_cast<uint8_t>(f.sport >> 8);
+  v[l4 + 1] = static_cast<uint8_t>(f.sport);
+  v[l4 + 2] = static_cast<uint8_t>(f.dport >> 8);
+  v[l4 + 3] = static_cast<uint8_t>(f.dport);
+  if (f.tcp) v[l4 + 12] = 0x50;
+  return v;
+}
+
+struct Arrival {
+  uint32_t queue = ~0u;
+  uint8_t hash_type = 0;
+  uint32_t hash = 0;
+};
+
+// Sends `frame` on queue `from` and waits for it to come back on any queue.
+std::optional<Arrival> loop_one(Device& d, uint32_t from, const std::vector<uint8_t>& frame) {
+  const TxSegment seg{frame.data(), static_cast<uint32_t>(frame.size())};
+  const TxPacket pkt{&seg, 1};
+  bool sent = false;
+  std::optional<Arrival> got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!got && std::chrono::steady_clock::now() < deadline) {
+    if (!sent) sent = d.queue(from).transmit(std::span<const TxPacket>(&pkt, 1)) == 1;
+    for (uint32_t q = 0; q < d.num_queues(); ++q) {
+      d.queue(q).receive(32, [&](const RxPacket& p) {
+        if (p.len == frame.size() && p.nfrags == 1 &&
+            std::memcmp(p.frags[0].data, frame.data(), frame.size()) == 0) {
+          EXPECT_FALSE(got) << "the frame arrived twice";
+          got = Arrival{q, p.hash_type, p.hash};
+        }
+        return true;
+      });
+    }
+    d.poll_control();
+  }
+  return got;
+}
+
+TEST_F(NetfrontFixture, RssOverXpvNetbackSteersEveryFlowWithDpdksHash) {
+  start();  // xpv-netback with its control ring
+  auto dv = Device::open(config(4));
+  ASSERT_TRUE(dv) << dv.error().message;
+  Device& d = **dv;
+  std::mt19937 rng(12);
+  RssConfig rss;
+  rss.hash_types = kHashIpv4 | kHashIpv4Tcp;
+  rss.key = test_key();
+  for (int i = 0; i < 128; ++i)
+    rss.mapping.push_back(static_cast<uint32_t>(rng() % 4));
+  ASSERT_TRUE(d.set_rss(rss));
+  ASSERT_TRUE(d.connect());
+  EXPECT_EQ(d.rss_capabilities().mapping_size_max, 128u);
+
+  auto random_flow = [&](bool tcp) {
+    Flow4 f;
+    for (auto& b : f.src)
+      b = static_cast<uint8_t>(rng());
+    for (auto& b : f.dst)
+      b = static_cast<uint8_t>(rng());
+    f.sport = static_cast<uint16_t>(rng());
+    f.dport = static_cast<uint16_t>(rng());
+    f.tcp = tcp;
+    return f;
+  };
+  auto softrss = [&](const Flow4& f, const std::vector<uint8_t>& key) {
+    return testing_rss::dpdk_ipv4(f.src, f.dst, f.tcp, f.sport, f.dport, key.data());
+  };
+  uint32_t per_queue[4] = {};
+  constexpr int kFlows = 200;
+  for (int i = 0; i < kFlows; ++i) {
+    const Flow4 f = random_flow(i % 4 != 0);  // a UDP flow in four: hashed on addresses only
+    const uint32_t h = softrss(f, rss.key);
+    auto a = loop_one(d, static_cast<uint32_t>(i) % 4, flow_frame(f));
+    ASSERT_TRUE(a) << "flow " << i << " never came back";
+    EXPECT_EQ(a->hash, h) << "flow " << i;
+    EXPECT_EQ(a->hash_type, f.tcp ? kHashIpv4Tcp : kHashIpv4) << "flow " << i;
+    EXPECT_EQ(a->queue, rss.mapping[h % 128]) << "flow " << i;
+    ++per_queue[a->queue];
+  }
+  for (uint32_t q = 0; q < 4; ++q)
+    EXPECT_GT(per_queue[q], 0u) << "queue " << q;
+
+  // A mapping change moves a flow.
+  const Flow4 f = random_flow(true);
+  const uint32_t h = softrss(f, rss.key);
+  const uint32_t moved = (rss.mapping[h % 128] + 1) % 4;
+  rss.mapping[h % 128] = moved;
+  ASSERT_TRUE(d.set_rss(rss));
+  auto a = loop_one(d, 0, flow_frame(f));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->queue, moved);
+  EXPECT_EQ(a->hash, h);
+
+  // A new key: another hash, rte_softrss's with that key.
+  rss.key.assign(kRssKeyMax, 0);
+  for (auto& b : rss.key)
+    b = static_cast<uint8_t>(rng());
+  ASSERT_TRUE(d.set_rss(rss));
+  const uint32_t h2 = softrss(f, rss.key);
+  EXPECT_NE(h2, h);
+  a = loop_one(d, 0, flow_frame(f));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->hash, h2);
+  EXPECT_EQ(a->queue, rss.mapping[h2 % 128]);
+  EXPECT_EQ(d.ctrl_counters().ctrl_refused, 0u);
+  for (uint32_t q = 0; q < 4; ++q)
+    EXPECT_EQ(d.queue(q).counters().backend_errors, 0u);
+}
 
 }  // namespace
 }  // namespace xpv

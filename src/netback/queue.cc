@@ -84,8 +84,9 @@ Result<std::unique_ptr<Queue>> Queue::create(VifContext& vif, Platform& dom0, Gr
   auto w = make_eventfd();
   if (!w) return w.error();
   q->wake_ = std::move(*w);
-  if (vif.cfg.mode == Mode::kBridge) {
+  if (vif.cfg.mode == Mode::kBridge || (vif.cfg.mode == Mode::kLoopback && vif.cfg.ctrl_ring)) {
     // Two buffers of half the RX queue each: together as much as it holds.
+    // Loopback uses it for frames the hash steers from a sibling queue.
     auto in = BridgeInbox::create(std::max<uint32_t>(65536, vif.cfg.rx_queue_bytes / 2),
                                   std::max<uint32_t>(16, vif.cfg.rx_queue_packets / 2));
     if (!in) return in.error();

@@ -23,9 +23,11 @@
 #include "netback/bridge.h"
 #include "netback/config.h"
 #include "netback/counters.h"
+#include "netback/hash.h"
 #include "netback/rx_fifo.h"
 #include "netback/vif_context.h"
 #include "ring/netif.h"
+#include "ring/netif_ctrl.h"
 #include "util/fd.h"
 #include "xpv/platform.h"
 
@@ -47,6 +49,14 @@ struct QueueKeys {
 inline constexpr uint32_t kLegacySlotsMax = 18;  // XEN_NETBK_LEGACY_SLOTS_MAX
 inline constexpr uint32_t kFatalSkbSlots = 20;   // fatal_skb_slots default
 inline constexpr uint16_t kEthHlen = 14;         // ETH_HLEN
+
+// A frame's hash as the receiving vif computed it, for its HASH extra; none
+// when no algorithm is set (xenvif_start_xmit clears the hash then).
+inline void with_hash(FrameMeta& m, const Steering& s) {
+  m.has_hash = s.hash.valid;
+  m.hash_type = s.hash.type;
+  m.hash = s.hash.value;
+}
 
 class Queue {
  public:
@@ -122,6 +132,7 @@ class Queue {
   bool rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
   bool rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now);
   uint8_t* rx_reserve(uint32_t len);
+  void rx_extra_slot(const netif::ExtraInfo& e);
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
 

@@ -351,7 +351,23 @@ void Queue::tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx) {
     if (cfg_.mode == Mode::kBridge) bridge_forward(data, len, tx, now_ns());
     return;  // sink, or source: TX is sunk
   }
-  rx_enqueue(data, len, tx, now_ns());
+  // Loopback: this queue's RX, unless the vif's hash mapping names
+  // another queue (xenvif_select_queue).
+  const uint32_t nq = static_cast<uint32_t>(vif_.queue_inboxes.size());
+  const Steering st = vif_.hash->steer(data, len, nq ? nq : 1);
+  FrameMeta meta = tx;
+  with_hash(meta, st);
+  if (st.hashing) {
+    ctr_.rx_steered.add();
+    if (st.queue != index() && st.queue < nq) {
+      if (vif_.queue_inboxes[st.queue]->push(data, len, meta, now_ns()) !=
+          BridgeInbox::Push::kQueued) {
+        ctr_.rx_dropped_queue_full.add();
+      }
+      return;
+    }
+  }
+  rx_enqueue(data, len, meta, now_ns());
 }
 
 }  // namespace xpv::netback

@@ -20,6 +20,33 @@ uint64_t now_ms() {
 
 }  // namespace
 
+namespace netif {
+
+const char* ctrl_type_name(uint16_t type) {
+  static constexpr const char* kNames[kCtrlTypeCount] = {
+      "INVALID",          "GET_HASH_FLAGS",        "SET_HASH_FLAGS",
+      "SET_HASH_KEY",     "GET_HASH_MAPPING_SIZE", "SET_HASH_MAPPING_SIZE",
+      "SET_HASH_MAPPING", "SET_HASH_ALGORITHM",    "GET_GREF_MAPPING_SIZE",
+      "ADD_GREF_MAPPING", "DEL_GREF_MAPPING"};
+  return type < kCtrlTypeCount ? kNames[type] : "unknown";
+}
+
+const char* ctrl_status_name(uint32_t status) {
+  switch (status) {
+    case kCtrlStatusSuccess:
+      return "SUCCESS";
+    case kCtrlStatusNotSupported:
+      return "NOT_SUPPORTED";
+    case kCtrlStatusInvalidParameter:
+      return "INVALID_PARAMETER";
+    case kCtrlStatusBufferOverflow:
+      return "BUFFER_OVERFLOW";
+  }
+  return "unknown";
+}
+
+}  // namespace netif
+
 Result<std::unique_ptr<CtrlRing>> CtrlRing::create(Platform& plat, GrantSharer& sharer,
                                                    domid_t backend, uint32_t timeout_ms) {
   std::unique_ptr<CtrlRing> r(new CtrlRing());

@@ -28,6 +28,40 @@
 
 namespace xpv {
 
+namespace netif {
+
+inline constexpr uint16_t kCtrlTypeCount = 11;  // XEN_NETIF_CTRL_TYPE_* defined
+inline constexpr uint32_t kCtrlHashTypeAll =
+    kCtrlHashTypeIpv4 | kCtrlHashTypeIpv4Tcp | kCtrlHashTypeIpv6 | kCtrlHashTypeIpv6Tcp;
+
+// The statuses netif.h lets a backend answer to `type` (bit per status),
+// 0 for a type netif.h does not define.
+constexpr uint32_t ctrl_allowed_statuses(uint16_t type) {
+  constexpr uint32_t S = 1u << kCtrlStatusSuccess, N = 1u << kCtrlStatusNotSupported,
+                     I = 1u << kCtrlStatusInvalidParameter, B = 1u << kCtrlStatusBufferOverflow;
+  switch (type) {
+    case kCtrlTypeGetHashFlags:
+    case kCtrlTypeGetHashMappingSize:
+      return S | N;
+    case kCtrlTypeSetHashFlags:
+    case kCtrlTypeSetHashMappingSize:
+    case kCtrlTypeSetHashAlgorithm:
+    case kCtrlTypeGetGrefMappingSize:
+    case kCtrlTypeAddGrefMapping:
+    case kCtrlTypeDelGrefMapping:
+      return S | N | I;
+    case kCtrlTypeSetHashKey:
+    case kCtrlTypeSetHashMapping:
+      return S | N | I | B;
+    default:
+      return 0;
+  }
+}
+const char* ctrl_type_name(uint16_t type);
+const char* ctrl_status_name(uint32_t status);
+
+}  // namespace netif
+
 class CtrlRing {
  public:
   // Grants the ring page (writable: the backend writes responses) and the

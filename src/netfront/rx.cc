@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "netfront/queue_conn.h"
-#include "ring/netif_ctrl.h"
+#include "netfront/ctrl_ring.h"
 
 namespace xpv {
 
@@ -228,7 +228,7 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       // _XEN_NETIF_CTRL_HASH_TYPE_* bit numbers, algorithm the one
       // configured (Toeplitz, the only one netif.h defines), value the
       // 32-bit hash in the frontend's byte order (Linux netback's rx.c).
-      if (e.u.hash.type > netif::kHashTypeBitIpv6Tcp) {
+      if (e.u.hash.type > netif::kCtrlHashTypeIpv6TcpBit) {
         protocol_violation(
             "RX HASH extra at ring index %u has hash type %u; netif.h defines 0..3 "
             "(_XEN_NETIF_CTRL_HASH_TYPE_*)",

@@ -1,32 +1,34 @@
 // SPDX-License-Identifier: MIT
-// The netif control ring's wire format (xen/io/netif.h "Control ring",
-// "Control requests", "Control responses", "Static Grants") as C++ types,
-// for the frontend and a backend alike. netif_layout_check.cc proves the
-// layout equal to Xen's header.
+// netif.h's control ring ("Control ring" and "Control messages" sections):
+// the frontend grants one page (ctrl-ring-ref) and binds one event channel
+// (event-channel-ctrl) when the backend offers feature-ctrl-ring; requests
+// and responses of 16 bytes each move through it as through the data rings
+// (ring/shared_ring.h). Both halves use these types: netfront produces the
+// requests, xpv-netback answers them. netif_layout_check.cc proves the
+// layout equal to Xen's.
 #pragma once
 
 #include <cstdint>
 
 #include "ring/shared_ring.h"
+#include "xpv/platform.h"
 
-namespace xpv {
+namespace xpv::netif {
 
-namespace netif {
-
-// struct xen_netif_ctrl_request / xen_netif_ctrl_response (netif.h).
+// struct xen_netif_ctrl_request.
 struct CtrlRequest {
   uint16_t id;
-  uint16_t type;
+  uint16_t type;  // kCtrlType*
   uint32_t data[3];
 };
+
+// struct xen_netif_ctrl_response.
 struct CtrlResponse {
   uint16_t id;
   uint16_t type;
-  uint32_t status;
+  uint32_t status;  // kCtrlStatus*
   uint32_t data;
 };
-using CtrlFrontRing = ring::FrontRing<CtrlRequest, CtrlResponse>;
-using CtrlBackRing = ring::BackRing<CtrlRequest, CtrlResponse>;
 
 // XEN_NETIF_CTRL_TYPE_*.
 inline constexpr uint16_t kCtrlTypeInvalid = 0;
@@ -40,7 +42,6 @@ inline constexpr uint16_t kCtrlTypeSetHashAlgorithm = 7;
 inline constexpr uint16_t kCtrlTypeGetGrefMappingSize = 8;
 inline constexpr uint16_t kCtrlTypeAddGrefMapping = 9;
 inline constexpr uint16_t kCtrlTypeDelGrefMapping = 10;
-inline constexpr uint16_t kCtrlTypeCount = 11;
 
 // XEN_NETIF_CTRL_STATUS_*.
 inline constexpr uint32_t kCtrlStatusSuccess = 0;
@@ -52,48 +53,28 @@ inline constexpr uint32_t kCtrlStatusBufferOverflow = 3;
 inline constexpr uint32_t kCtrlHashAlgorithmNone = 0;
 inline constexpr uint32_t kCtrlHashAlgorithmToeplitz = 1;
 
-// struct xen_netif_gref: an entry of an ADD/DEL_GREF_MAPPING list.
-struct Gref {
-  uint32_t ref;
-  uint16_t flags;  // XEN_NETIF_CTRLF_GREF_readonly
-  uint16_t status;
+// _XEN_NETIF_CTRL_HASH_TYPE_* (bit numbers: the htype of a hash extra) and
+// XEN_NETIF_CTRL_HASH_TYPE_* (the flags of GET/SET_HASH_FLAGS).
+inline constexpr uint8_t kCtrlHashTypeIpv4Bit = 0;
+inline constexpr uint8_t kCtrlHashTypeIpv4TcpBit = 1;
+inline constexpr uint8_t kCtrlHashTypeIpv6Bit = 2;
+inline constexpr uint8_t kCtrlHashTypeIpv6TcpBit = 3;
+inline constexpr uint32_t kCtrlHashTypeIpv4 = 1u << kCtrlHashTypeIpv4Bit;
+inline constexpr uint32_t kCtrlHashTypeIpv4Tcp = 1u << kCtrlHashTypeIpv4TcpBit;
+inline constexpr uint32_t kCtrlHashTypeIpv6 = 1u << kCtrlHashTypeIpv6Bit;
+inline constexpr uint32_t kCtrlHashTypeIpv6Tcp = 1u << kCtrlHashTypeIpv6TcpBit;
+
+// struct xen_netif_gref: one entry of an ADD/DEL_GREF_MAPPING table (the
+// table starts at the beginning of the granted page).
+struct CtrlGref {
+  grant_ref_t ref;
+  uint16_t flags;   // kCtrlGrefReadonly
+  uint16_t status;  // out: kCtrlStatus* (DEL_GREF_MAPPING)
 };
-inline constexpr uint16_t kCtrlGrefReadonly = 1u << 0;
+inline constexpr uint16_t kCtrlGrefReadonly = 1u << 0;  // XEN_NETIF_CTRLF_GREF_readonly
 
-// XEN_NETIF_CTRL_HASH_TYPE_* bit numbers (the _-prefixed values, what a
-// XEN_NETIF_EXTRA_TYPE_HASH extra carries) and their flags.
-inline constexpr uint8_t kHashTypeBitIpv4 = 0;
-inline constexpr uint8_t kHashTypeBitIpv4Tcp = 1;
-inline constexpr uint8_t kHashTypeBitIpv6 = 2;
-inline constexpr uint8_t kHashTypeBitIpv6Tcp = 3;
-inline constexpr uint32_t kHashTypeAll = 0xf;
+using CtrlFrontRing = ring::FrontRing<CtrlRequest, CtrlResponse>;
+using CtrlBackRing = ring::BackRing<CtrlRequest, CtrlResponse>;
+inline constexpr uint32_t kCtrlRingSize = CtrlFrontRing::kSize;
 
-// The statuses netif.h lets a backend answer to `type` (bit per status),
-// 0 for a type netif.h does not define.
-constexpr uint32_t ctrl_allowed_statuses(uint16_t type) {
-  constexpr uint32_t S = 1u << kCtrlStatusSuccess, N = 1u << kCtrlStatusNotSupported,
-                     I = 1u << kCtrlStatusInvalidParameter, B = 1u << kCtrlStatusBufferOverflow;
-  switch (type) {
-    case kCtrlTypeGetHashFlags:
-    case kCtrlTypeGetHashMappingSize:
-      return S | N;
-    case kCtrlTypeSetHashFlags:
-    case kCtrlTypeSetHashMappingSize:
-    case kCtrlTypeSetHashAlgorithm:
-    case kCtrlTypeGetGrefMappingSize:
-    case kCtrlTypeAddGrefMapping:
-    case kCtrlTypeDelGrefMapping:
-      return S | N | I;
-    case kCtrlTypeSetHashKey:
-    case kCtrlTypeSetHashMapping:
-      return S | N | I | B;
-    default:
-      return 0;
-  }
-}
-const char* ctrl_type_name(uint16_t type);
-const char* ctrl_status_name(uint32_t status);
-
-}  // namespace netif
-
-}  // namespace xpv
+}  // namespace xpv::netif

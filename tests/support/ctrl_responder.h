@@ -150,10 +150,10 @@ class CtrlResponder {
           status = kCtrlStatusInvalidParameter;
         break;
       case kCtrlTypeGetHashFlags:
-        data = kHashTypeAll;
+        data = kCtrlHashTypeAll;
         break;
       case kCtrlTypeSetHashFlags:
-        if (q.data[0] & ~kHashTypeAll)
+        if (q.data[0] & ~kCtrlHashTypeAll)
           status = kCtrlStatusInvalidParameter;
         else if (st_.algorithm == kCtrlHashAlgorithmNone)
           status = kCtrlStatusInvalidParameter;
@@ -214,12 +214,12 @@ class CtrlResponder {
           break;
         }
         const uint32_t n = q.data[2];
-        if (n > kPageSize / sizeof(Gref)) {
+        if (n > kPageSize / sizeof(CtrlGref)) {
           status = kCtrlStatusInvalidParameter;
           break;
         }
-        std::vector<Gref> g(n);
-        if (!copy_in(mapper, q.data[1], g.data(), n * static_cast<uint32_t>(sizeof(Gref)))) {
+        std::vector<CtrlGref> g(n);
+        if (!copy_in(mapper, q.data[1], g.data(), n * static_cast<uint32_t>(sizeof(CtrlGref)))) {
           status = kCtrlStatusInvalidParameter;
           break;
         }
@@ -228,13 +228,13 @@ class CtrlResponder {
             status = kCtrlStatusInvalidParameter;
             break;
           }
-          for (const Gref& e : g) {
+          for (const CtrlGref& e : g) {
             st_.grefs.insert(e.ref);
             if (e.flags & kCtrlGrefReadonly) ++st_.gref_readonly;
           }
           st_.gref_chunks.push_back(n);
         } else {
-          for (const Gref& e : g)
+          for (const CtrlGref& e : g)
             data += static_cast<uint32_t>(st_.grefs.erase(e.ref));
         }
         break;
