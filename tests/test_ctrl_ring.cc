@@ -8,6 +8,9 @@
 // counted violation that disconnects, never a hang.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -86,10 +89,12 @@ TEST_F(CtrlRingTest, TheHandshakeWritesTheRingAndRssIsConfiguredByEveryHashReque
   EXPECT_EQ(st.key, want.key);
   EXPECT_EQ(st.mapping, want.mapping);
   const std::vector<uint16_t> sequence = {
-      netif::kCtrlTypeGetHashFlags,     netif::kCtrlTypeGetHashMappingSize,
-      netif::kCtrlTypeSetHashAlgorithm, netif::kCtrlTypeSetHashFlags,
-      netif::kCtrlTypeSetHashKey,       netif::kCtrlTypeSetHashMappingSize,
-      netif::kCtrlTypeSetHashMapping};
+      netif::kCtrlTypeGetHashFlags,       netif::kCtrlTypeGetHashMappingSize,
+      netif::kCtrlTypeSetHashAlgorithm,   netif::kCtrlTypeSetHashFlags,
+      netif::kCtrlTypeSetHashKey,         netif::kCtrlTypeSetHashMappingSize,
+      netif::kCtrlTypeSetHashMapping,     netif::kCtrlTypeGetGrefMappingSize,
+      netif::kCtrlTypeGetGrefMappingSize, netif::kCtrlTypeGetGrefMappingSize,
+      netif::kCtrlTypeGetGrefMappingSize};
   EXPECT_EQ(st.types_seen, sequence);
 
   const RssCapabilities caps = dev->rss_capabilities();
@@ -98,8 +103,12 @@ TEST_F(CtrlRingTest, TheHandshakeWritesTheRingAndRssIsConfiguredByEveryHashReque
   EXPECT_EQ(caps.mapping_size_max, 128u) << "GET_HASH_MAPPING_SIZE's answer";
   EXPECT_EQ(caps.key_size_max, kRssKeyMax);
   CtrlCounters c = dev->ctrl_counters();
-  EXPECT_EQ(c.ctrl_requests, 7u);
-  EXPECT_EQ(c.ctrl_refused, 0u);
+  EXPECT_EQ(c.ctrl_requests, 11u);
+  EXPECT_EQ(c.ctrl_refused, 4u) << "GET_GREF_MAPPING_SIZE: NOT_SUPPORTED, as Linux netback";
+  for (uint32_t q = 0; q < 4; ++q) {
+    EXPECT_EQ(dev->queue(q).counters().grant_copy_connections, 1u);
+    EXPECT_EQ(dev->queue(q).counters().static_grant_connections, 0u);
+  }
 
   // While connected, a change is sent at once: a new table and key, then
   // hashing off (algorithm NONE).
@@ -152,7 +161,8 @@ TEST_F(CtrlRingTest, RssIsAppliedAgainAfterAReconnect) {
   ASSERT_EQ(dev->link(), LinkState::kUp) << dev->last_down_reason();
   EXPECT_EQ(responder->connections(), 2u);
   EXPECT_EQ(responder->state().mapping, want.mapping);
-  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 14u) << "seven per connection";
+  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 18u)
+      << "seven for RSS and one GET_GREF_MAPPING_SIZE per queue, per connection";
 }
 
 TEST_F(CtrlRingTest, WithoutAControlRingThereIsNoRss) {
@@ -195,7 +205,8 @@ TEST_F(CtrlRingTest, BadRssConfigurationsAreRefusedNamingTheProblem) {
   c = four_queue_rss();
   c.mapping.resize(256, 1);
   refused(c, E2BIG, "GET_HASH_MAPPING_SIZE");
-  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 2u) << "only the two queries were sent";
+  EXPECT_EQ(dev->ctrl_counters().ctrl_requests, 6u)
+      << "only the queries were sent (hashing, and the static grants of each queue)";
 }
 
 TEST_F(CtrlRingTest, ABackendRefusalFailsTheConnectNamingTheRequest) {
@@ -418,9 +429,70 @@ TEST_F(NetfrontFixture, RssOverXpvNetbackSteersEveryFlowWithDpdksHash) {
   ASSERT_TRUE(a);
   EXPECT_EQ(a->hash, h2);
   EXPECT_EQ(a->queue, rss.mapping[h2 % 128]);
-  EXPECT_EQ(d.ctrl_counters().ctrl_refused, 0u);
+  const CtrlCounters cc = d.ctrl_counters();
+  EXPECT_EQ(cc.ctrl_timeouts + cc.ctrl_bad_ids + cc.ctrl_bad_types + cc.ctrl_bad_statuses, 0u);
   for (uint32_t q = 0; q < 4; ++q)
     EXPECT_EQ(d.queue(q).counters().backend_errors, 0u);
+}
+
+// ---------------------------------------------------------------------------
+// Static grants: a backend that keeps grefs mapped gets both pools of every
+// queue registered after connect (TX read-only), in lists of at most one
+// page, and deregistered before we close; NOT_SUPPORTED (Linux netback) or
+// too small a table keeps grant copies. A counter per queue says which.
+
+TEST_F(CtrlRingTest, StaticGrantsRegisterEveryPoolPageAndDeregisterBeforeTeardown) {
+  open(2);
+  responder->set_gref_mapping_size(1024);
+  ASSERT_TRUE(dev->connect());
+  CtrlResponder::State st = responder->state();
+  EXPECT_EQ(st.grefs.size(), 2u * (256 + 256)) << "every page of both pools of both queues";
+  EXPECT_EQ(st.gref_readonly, 2u * 256) << "the TX pages, read-only for the backend";
+  for (uint32_t n : st.gref_chunks)
+    EXPECT_LE(n, 512u) << "one page of xen_netif_gref per list";
+  for (uint32_t q = 0; q < 2; ++q) {
+    EXPECT_EQ(dev->queue(q).counters().static_grant_connections, 1u);
+    EXPECT_EQ(dev->queue(q).counters().grant_copy_connections, 0u);
+  }
+  // Traffic flows (xpv-netback's data path) while registered.
+  const std::vector<uint8_t> frame(60, 0xab);
+  const TxSegment seg{frame.data(), 60};
+  const TxPacket pkt{&seg, 1};
+  uint32_t got = 0;
+  for (int i = 0; i < 2000 && got == 0; ++i) {
+    if (i == 0) {
+      ASSERT_EQ(dev->queue(1).transmit(std::span<const TxPacket>(&pkt, 1)), 1u);
+    }
+    dev->queue(1).receive(8, [&](const RxPacket&) { return ++got, true; });
+    usleep(500);
+  }
+  EXPECT_EQ(got, 1u);
+  dev->close();
+  st = responder->state();
+  EXPECT_TRUE(st.grefs.empty()) << st.grefs.size() << " grefs still registered at teardown";
+  const auto del =
+      std::count(st.types_seen.begin(), st.types_seen.end(), netif::kCtrlTypeDelGrefMapping);
+  EXPECT_EQ(static_cast<size_t>(del), st.gref_chunks.size()) << "one DEL per ADD list";
+  const Device::TeardownAccount acc = dev->teardown_account();
+  EXPECT_EQ(acc.returned + acc.still_mapped, acc.pages);
+  EXPECT_LE(acc.still_mapped, 1u) << "at most the responder's ring mapping";
+}
+
+TEST_F(CtrlRingTest, StaticGrantsInListsTheBackendAllowsOrNotAtAll) {
+  open(1);
+  // A table of 300 grefs cannot take the 512 pages of a queue: grant copies.
+  responder->set_gref_mapping_size(300);
+  ASSERT_TRUE(dev->connect());
+  EXPECT_TRUE(responder->state().grefs.empty());
+  EXPECT_EQ(dev->queue(0).counters().grant_copy_connections, 1u);
+  dev->close();
+  // 512 exactly: registered (one list of 512).
+  responder->set_gref_mapping_size(512);
+  ASSERT_TRUE(dev->connect());
+  EXPECT_EQ(responder->state().grefs.size(), 512u);
+  EXPECT_EQ(dev->queue(0).counters().static_grant_connections, 1u);
+  dev->close();
+  EXPECT_TRUE(responder->state().grefs.empty());
 }
 
 }  // namespace

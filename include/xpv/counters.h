@@ -43,7 +43,11 @@ struct EventCounters {
     "TX responses consumed by the transmit path (0 unless the reap-in-transmit experiment is on)") \
   X(rx_refills, "RX ring refill batches")                                                          \
   X(mcast_requests, "multicast filter changes sent (MCAST_ADD/DEL extra-info requests)")           \
-  X(mcast_refused, "multicast filter changes the backend answered with an error")
+  X(mcast_refused, "multicast filter changes the backend answered with an error")                  \
+  X(static_grant_connections,                                                                      \
+    "connections on which the backend mapped this queue's buffer pools once (static grants)")      \
+  X(grant_copy_connections,                                                                        \
+    "connections on which the backend grant-copies each buffer (no static grants)")
 
 struct QueueCounters {
 #define XPV_FIELD(name, doc) uint64_t name = 0;

@@ -21,6 +21,7 @@
 #include "netfront/ctrl_ring.h"
 #include "netfront/queue.h"
 #include "netfront/rss.h"
+#include "netfront/static_grants.h"
 #include "netfront/xenbus_keys.h"
 #include "util/log.h"
 #include "xpv/netfront.h"
@@ -352,6 +353,7 @@ class Device::Impl {
       acc.rx_dropped_staged += t.rx_dropped_staged;
       acc.tx_unanswered += t.tx_unanswered;
     }
+    static_refs_.clear();
     if (ctrl_) {
       EndAccessReport r = ctrl_->end_access();
       acc.pages += r.pages;
@@ -600,7 +602,10 @@ class Device::Impl {
       }
       case Phase::kWaitConnected:
         if (be == XenbusState::kConnected) {
-          if (ctrl_) {
+          if (!ctrl_) {
+            for (auto& q : queues_)
+              q->note_static_grants(false);
+          } else {
             // The backend connected the control ring with the rest
             // (netif.h); what it can do, then what was asked.
             Status cs = connect_ctrl();
@@ -754,12 +759,35 @@ class Device::Impl {
     auto caps = query_rss(*ctrl_);
     if (!caps) return caps.error();
     rss_caps_ = *caps;
-    if (rss_ == RssConfig{}) return {};
-    Status s = check_rss(rss_, cfg_.queues, rss_caps_.mapping_size_max);
-    if (s.failed()) return make_error(s.code(), "the RSS configuration: " + s.message());
-    s = apply_rss(*ctrl_, rss_);
-    if (s.failed()) return make_error(s.code(), "configuring RSS: " + s.message());
+    if (!(rss_ == RssConfig{})) {
+      Status s = check_rss(rss_, cfg_.queues, rss_caps_.mapping_size_max);
+      if (s.failed()) return make_error(s.code(), "the RSS configuration: " + s.message());
+      s = apply_rss(*ctrl_, rss_);
+      if (s.failed()) return make_error(s.code(), "configuring RSS: " + s.message());
+    }
+    // Static grants: each queue's pools, when the backend maps grefs.
+    static_refs_.assign(queues_.size(), {});
+    for (size_t i = 0; i < queues_.size(); ++i) {
+      auto r = register_static_grants(*ctrl_, static_cast<uint32_t>(i), queues_[i]->pool_grants());
+      if (!r) return make_error(r.error().code, "registering static grants: " + r.error().message);
+      static_refs_[i] = std::move(*r);
+      queues_[i]->note_static_grants(!static_refs_[i].empty());
+    }
     return {};
+  }
+
+  // Before we close an orderly connection: the backend unmaps what it
+  // mapped for us (DEL_GREF_MAPPING). A backend gone already unmapped them
+  // at its disconnect; whatever it still maps is kept at teardown.
+  void release_static_grants() {
+    for (size_t i = 0; i < static_refs_.size(); ++i) {
+      if (static_refs_[i].empty() || !ctrl_ || ctrl_->broken()) continue;
+      Status s = deregister_static_grants(*ctrl_, static_cast<uint32_t>(i), static_refs_[i]);
+      if (s.failed())
+        log_warn("vif %u: queue %zu: deregistering static grants: %s", cfg_.vif, i,
+                 s.message().c_str());
+      static_refs_[i].clear();
+    }
   }
 
   RssCapabilities rss_capabilities() const {
@@ -878,6 +906,7 @@ class Device::Impl {
     if (phase_ == Phase::kConnected) {
       for (auto& q : queues_)
         q->drain_tx(1000);
+      release_static_grants();
     }
     if (xs_ && (phase_ == Phase::kConnected || phase_ == Phase::kWaitConnected ||
                 phase_ == Phase::kClosing)) {
@@ -930,6 +959,9 @@ class Device::Impl {
   CtrlCounters ctrl_base_;  // counts of the rings of earlier connections
   RssConfig rss_;
   RssCapabilities rss_caps_;
+  // Per queue: the grefs the backend maps for it (static grants), empty in
+  // grant-copy mode.
+  std::vector<std::vector<grant_ref_t>> static_refs_;
   bool mc_requested_ = false;  // request-multicast-control=1 written
   bool ever_connected_ = false;
   uint64_t reconnects_ = 0;

@@ -460,6 +460,16 @@ bool QueueImpl::rx_monitor(Queue::RxMonitor* out) {
   return ok;
 }
 
+QueueImpl::PoolGrants QueueImpl::pool_grants() const {
+  PoolGrants g;
+  if (!conn_) return g;
+  const BufferPool& tp = *conn_->tx_pool;
+  const BufferPool& rp = *conn_->rx_pool;
+  g.tx.assign(tp.refs(), tp.refs() + tp.size());
+  g.rx.assign(rp.refs(), rp.refs() + rp.size());
+  return g;
+}
+
 QueueImpl::Accounting QueueImpl::accounting() const {
   Accounting a;
   if (!conn_) return a;

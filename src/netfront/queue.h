@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "evtchn/late_eoi.h"
 #include "grant/buffer_pool.h"
@@ -145,6 +146,19 @@ class QueueImpl {
     uint32_t rx_buffers_held = 0;    // answered, staged or being assembled
   };
   Accounting accounting() const;  // all zero when not connected
+
+  // The grants of both buffer pools of the live connection (static grants:
+  // the backend may map them once), TX pages read-only for the backend.
+  struct PoolGrants {
+    std::vector<grant_ref_t> tx;
+    std::vector<grant_ref_t> rx;
+  };
+  PoolGrants pool_grants() const;
+  // Which mode this connection runs in (counted: static_grant_connections
+  // or grant_copy_connections).
+  void note_static_grants(bool on) {
+    count(on ? kCounter_static_grant_connections : kCounter_grant_copy_connections);
+  }
 
   // For tests and the fuzz target: the live connection's shared ring pages.
   netif::TxFrontRing* tx_ring();
