@@ -14,6 +14,7 @@
 
 #include <random>
 
+#include "netback/cli.h"
 #include "netback/hash.h"
 #include "ring/netif_ctrl.h"
 #include "support/netback_frontend.h"
@@ -776,6 +777,34 @@ TEST_F(NetbackCtrlTest, StaticGrantMemcpyGivesTheBytesGrantCopyGives) {
   fe.set_state(6);
   ASSERT_TRUE(fe.wait_be_state(6));
   EXPECT_EQ(hv->stats().grant_maps, 0u);
+}
+
+TEST(NetbackCtrlCli, OptionsAndFaults) {
+  auto parse = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "xpv-netback");
+    return netback::parse_cli(static_cast<int>(args.size()), args.data());
+  };
+  auto o = parse({"--socket", "/s"});
+  ASSERT_TRUE(o);
+  EXPECT_TRUE(o->cfg.ctrl_ring);
+  EXPECT_TRUE(o->cfg.static_grants);
+  o = parse({"--socket", "/s", "--no-ctrl-ring", "--no-static-grants"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(o->cfg.ctrl_ring);
+  EXPECT_FALSE(o->cfg.static_grants);
+  for (const char* f : {"ctrl-no-answer", "ctrl-wrong-id", "ctrl-bad-status"}) {
+    o = parse({"--socket", "/s", "--fault", f});
+    ASSERT_TRUE(o) << f << ": " << o.error().message;
+    EXPECT_STREQ(netback::to_string(o->cfg.fault), f);
+    EXPECT_EQ(netback::fault_arg_or_default(o->cfg), 1u);
+    EXPECT_NE(std::string(netback::help_text()).find(f), std::string::npos) << f;
+    auto bad = parse({"--socket", "/s", "--fault", f, "--no-ctrl-ring"});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("--no-ctrl-ring"), std::string::npos);
+    bad = parse({"--socket", "/s", "--fault", f, "--fault-arg", "0"});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("--fault-arg"), std::string::npos);
+  }
 }
 
 // The control-ring faults, as a frontend sees them; it must disconnect
