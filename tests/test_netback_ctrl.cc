@@ -14,6 +14,7 @@
 
 #include <random>
 
+#include "netback/cli.h"
 #include "netback/hash.h"
 #include "ring/netif_ctrl.h"
 #include "support/netback_frontend.h"
@@ -260,8 +261,11 @@ class CtrlFrontend {
     auto r = fe.sharer().share(kDom0, 1, true);
     auto p = fe.sharer().share(kDom0, 1, /*writable=*/false);
     EXPECT_TRUE(r && p);
+    auto l = fe.sharer().share(kDom0, 1, /*writable=*/true);
+    EXPECT_TRUE(l);
     ring_page_ = std::move(*r);
     data_page_ = std::move(*p);
+    list_page_ = std::move(*l);
     ring_.attach(ring_page_.data(), /*init=*/true);
     auto port = fe.ev().alloc_unbound(kDom0);
     EXPECT_TRUE(port);
@@ -329,6 +333,33 @@ class CtrlFrontend {
     std::memcpy(data(), m.data(), m.size() * 4);
     return status(netif::kCtrlTypeSetHashMapping, data_ref(), static_cast<uint32_t>(m.size()), off);
   }
+  // ADD/DEL_GREF_MAPPING of `refs` for `queue` through the writable list
+  // page; `statuses` gets what DEL wrote back.
+  CtrlResponse grefs(bool add, uint32_t queue, const std::vector<grant_ref_t>& refs,
+                     uint16_t flags = 0, std::vector<uint16_t>* statuses = nullptr) {
+    auto* e = reinterpret_cast<netif::CtrlGref*>(list_page_.data());
+    for (size_t i = 0; i < refs.size(); ++i)
+      e[i] = netif::CtrlGref{refs[i], flags, 0xEEEE};
+    CtrlResponse r = call(add ? netif::kCtrlTypeAddGrefMapping : netif::kCtrlTypeDelGrefMapping,
+                          queue, list_page_.ref(0), static_cast<uint32_t>(refs.size()));
+    if (statuses) {
+      statuses->clear();
+      for (size_t i = 0; i < refs.size(); ++i)
+        statuses->push_back(e[i].status);
+    }
+    return r;
+  }
+  // Registers every buffer page of queue `q` (TX pages read-only).
+  void register_buffers(FeQueue& q, uint32_t queue) {
+    std::vector<grant_ref_t> tx, rx;
+    for (size_t i = 0; i < 256; ++i) {
+      tx.push_back(q.tx_bufs.ref(i));
+      rx.push_back(q.rx_bufs.ref(i));
+    }
+    EXPECT_EQ(grefs(true, queue, tx, netif::kCtrlGrefReadonly).status, 0u);
+    EXPECT_EQ(grefs(true, queue, rx).status, 0u);
+  }
+
   // Toeplitz over every type, `key`, a table of `table.size()` entries.
   void configure(const uint8_t* key, const std::vector<uint32_t>& table) {
     EXPECT_EQ(status(netif::kCtrlTypeSetHashAlgorithm, netif::kCtrlHashAlgorithmToeplitz), 0u);
@@ -340,7 +371,7 @@ class CtrlFrontend {
 
  private:
   Frontend& fe_;
-  SharedPages ring_page_, data_page_;
+  SharedPages ring_page_, data_page_, list_page_;
   netif::CtrlFrontRing ring_;
   evtchn_port_t port_ = 0;
   uint16_t next_id_ = 100;
@@ -611,6 +642,169 @@ TEST_F(NetbackCtrlTest, SetupErrorsAreXenbusFatalsAndTeardownUnmapsTheRing) {
   fe.set_state(6);
   ASSERT_TRUE(fe.wait_be_state(6));
   EXPECT_EQ(hv->stats().grant_maps, 0u) << "the control ring is unmapped with the data rings";
+}
+
+// ---------------------------------------------------------------------------
+// Static grants.
+
+TEST_F(NetbackCtrlTest, StaticGrantMessages) {
+  using namespace netif;
+  start();
+  Frontend fe(*hv);
+  CtrlFrontend c(fe);
+  ASSERT_TRUE(c.connect(2));
+  CtrlResponse r = c.call(kCtrlTypeGetGrefMappingSize, 1);
+  EXPECT_EQ(r.status, kCtrlStatusSuccess);
+  EXPECT_EQ(r.data, netback::kMaxStaticGrantsPerQueue);
+  EXPECT_EQ(c.status(kCtrlTypeGetGrefMappingSize, 2), kCtrlStatusInvalidParameter);
+  const uint32_t base = hv->stats().grant_maps;
+  std::vector<grant_ref_t> rx;
+  for (size_t i = 0; i < 8; ++i)
+    rx.push_back(fe.q(0).rx_bufs.ref(i));
+  // Refused, nothing mapped: a queue out of range, 513 entries, a bad list
+  // grant, a bad entry, a ref listed twice, a read-only grant mapped writable.
+  EXPECT_EQ(c.grefs(true, 2, rx).status, kCtrlStatusInvalidParameter);
+  EXPECT_EQ(c.status(kCtrlTypeAddGrefMapping, 0, c.data_ref(), 513), kCtrlStatusInvalidParameter);
+  EXPECT_EQ(c.status(kCtrlTypeAddGrefMapping, 0, 99999, 4), kCtrlStatusInvalidParameter);
+  auto bad = rx;
+  bad[5] = 99999;
+  EXPECT_EQ(c.grefs(true, 0, bad).status, kCtrlStatusInvalidParameter);
+  auto twice = rx;
+  twice[7] = twice[0];
+  EXPECT_EQ(c.grefs(true, 0, twice).status, kCtrlStatusInvalidParameter);
+  EXPECT_EQ(c.grefs(true, 0, {fe.q(0).tx_bufs.ref(0)}).status, kCtrlStatusInvalidParameter)
+      << "a TX page is granted read-only";
+  EXPECT_EQ(hv->stats().grant_maps, base) << "a refused ADD leaves nothing mapped";
+  // Added, once.
+  EXPECT_EQ(c.grefs(true, 0, rx).status, kCtrlStatusSuccess);
+  EXPECT_EQ(c.grefs(true, 0, {fe.q(0).tx_bufs.ref(0)}, kCtrlGrefReadonly).status,
+            kCtrlStatusSuccess);
+  EXPECT_EQ(hv->stats().grant_maps, base + 9);
+  EXPECT_EQ(c.grefs(true, 0, {rx[3]}).status, kCtrlStatusInvalidParameter) << "already there";
+  // DEL: each entry's status written back, the count answered, unmapped now.
+  std::vector<uint16_t> st;
+  r = c.grefs(false, 0, {rx[0], 12345, rx[1]}, 0, &st);
+  EXPECT_EQ(r.status, kCtrlStatusSuccess);
+  EXPECT_EQ(r.data, 2u);
+  EXPECT_EQ(st, (std::vector<uint16_t>{0, kCtrlStatusInvalidParameter, 0}));
+  EXPECT_EQ(hv->stats().grant_maps, base + 7);
+  r = c.grefs(false, 1, {rx[2]}, 0, &st);
+  EXPECT_EQ(r.data, 0u) << "registered on queue 0, not 1";
+  EXPECT_EQ(st, (std::vector<uint16_t>{kCtrlStatusInvalidParameter}));
+  Counters k = ctr(fe.domid());
+  EXPECT_EQ(k.static_grants_added, 9u);
+  EXPECT_EQ(k.static_grants_removed, 2u);
+  // Disconnect unmaps what is left.
+  fe.set_state(5);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  fe.set_state(6);
+  ASSERT_TRUE(fe.wait_be_state(6));
+  EXPECT_EQ(hv->stats().grant_maps, 0u);
+}
+
+TEST_F(NetbackCtrlTest, NoStaticGrantsAnswersNotSupportedAsLinux) {
+  Config cfg;
+  cfg.static_grants = false;
+  start(cfg);
+  Frontend fe(*hv);
+  CtrlFrontend c(fe);
+  ASSERT_TRUE(c.connect(1));
+  for (uint16_t t : {netif::kCtrlTypeGetGrefMappingSize, netif::kCtrlTypeAddGrefMapping,
+                     netif::kCtrlTypeDelGrefMapping}) {
+    CtrlResponse r = c.call(t, 0, c.data_ref(), 1);
+    EXPECT_EQ(r.status, netif::kCtrlStatusNotSupported) << t;
+    EXPECT_EQ(r.data, 0u);
+  }
+}
+
+// Frames of 60..9000 bytes (1..3 slots) through loopback; returns what came back.
+std::vector<std::vector<uint8_t>> loop_frames(Frontend& fe, int n, uint8_t seed) {
+  std::vector<std::vector<uint8_t>> got;
+  FeQueue& q = fe.q(0);
+  for (int i = 0; i < n; ++i) {
+    const size_t len = 60 + (static_cast<size_t>(i) * 977) % 8900;
+    auto frame = pattern(len, static_cast<uint8_t>(seed + i));
+    std::vector<uint16_t> sizes;
+    for (size_t at = 0; at < len; at += 4096)
+      sizes.push_back(static_cast<uint16_t>(std::min<size_t>(4096, len - at)));
+    fe.post_rx(q, static_cast<uint32_t>(sizes.size()));
+    fe.put_packet(q, frame, sizes);
+    fe.push_tx(q);
+    fe.wait_tx(q, sizes.size());
+    auto r = fe.receive(q, 3s);
+    if (!r) break;
+    got.push_back(r->data);
+    EXPECT_EQ(r->data, frame) << "frame " << i;
+  }
+  return got;
+}
+
+TEST_F(NetbackCtrlTest, StaticGrantMemcpyGivesTheBytesGrantCopyGives) {
+  start();
+  Frontend fe(*hv);
+  CtrlFrontend c(fe);
+  ASSERT_TRUE(c.connect(1));
+  constexpr int kFrames = 300;
+  const auto by_grant_copy = loop_frames(fe, kFrames, 1);
+  ASSERT_EQ(by_grant_copy.size(), static_cast<size_t>(kFrames));
+  const Counters before = ctr(fe.domid());
+  EXPECT_EQ(before.static_grant_copies, 0u);
+  EXPECT_GT(before.grant_copies, 0u);
+
+  c.register_buffers(fe.q(0), 0);
+  const auto by_memcpy = loop_frames(fe, kFrames, 1);
+  EXPECT_EQ(by_memcpy, by_grant_copy);
+  const Counters after = ctr(fe.domid());
+  EXPECT_EQ(after.grant_copies, before.grant_copies) << "no grant copy once registered";
+  EXPECT_EQ(after.static_grant_copies, before.grant_copies) << "the same copies, by memcpy";
+
+  // Only the TX pages registered: RX falls back to grant copies.
+  std::vector<grant_ref_t> rx;
+  for (size_t i = 0; i < 256; ++i)
+    rx.push_back(fe.q(0).rx_bufs.ref(i));
+  ASSERT_EQ(c.grefs(false, 0, rx).data, 256u);
+  const auto mixed = loop_frames(fe, kFrames, 1);
+  EXPECT_EQ(mixed, by_grant_copy);
+  const Counters last = ctr(fe.domid());
+  EXPECT_GT(last.grant_copies, after.grant_copies);
+  EXPECT_GT(last.static_grant_copies, after.static_grant_copies);
+  EXPECT_EQ((last.grant_copies - after.grant_copies) +
+                (last.static_grant_copies - after.static_grant_copies),
+            before.grant_copies);
+  // Teardown unmaps the 256 TX pages still registered.
+  fe.set_state(5);
+  ASSERT_TRUE(fe.wait_be_state(5));
+  fe.set_state(6);
+  ASSERT_TRUE(fe.wait_be_state(6));
+  EXPECT_EQ(hv->stats().grant_maps, 0u);
+}
+
+TEST(NetbackCtrlCli, OptionsAndFaults) {
+  auto parse = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "xpv-netback");
+    return netback::parse_cli(static_cast<int>(args.size()), args.data());
+  };
+  auto o = parse({"--socket", "/s"});
+  ASSERT_TRUE(o);
+  EXPECT_TRUE(o->cfg.ctrl_ring);
+  EXPECT_TRUE(o->cfg.static_grants);
+  o = parse({"--socket", "/s", "--no-ctrl-ring", "--no-static-grants"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_FALSE(o->cfg.ctrl_ring);
+  EXPECT_FALSE(o->cfg.static_grants);
+  for (const char* f : {"ctrl-no-answer", "ctrl-wrong-id", "ctrl-bad-status"}) {
+    o = parse({"--socket", "/s", "--fault", f});
+    ASSERT_TRUE(o) << f << ": " << o.error().message;
+    EXPECT_STREQ(netback::to_string(o->cfg.fault), f);
+    EXPECT_EQ(netback::fault_arg_or_default(o->cfg), 1u);
+    EXPECT_NE(std::string(netback::help_text()).find(f), std::string::npos) << f;
+    auto bad = parse({"--socket", "/s", "--fault", f, "--no-ctrl-ring"});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("--no-ctrl-ring"), std::string::npos);
+    bad = parse({"--socket", "/s", "--fault", f, "--fault-arg", "0"});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("--fault-arg"), std::string::npos);
+  }
 }
 
 // The control-ring faults, as a frontend sees them; it must disconnect

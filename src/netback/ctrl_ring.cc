@@ -48,6 +48,12 @@ Result<std::unique_ptr<CtrlRing>> CtrlRing::create(VifContext& vif, Platform& do
   if (!w) return w.error();
   c->wake_ = std::move(*w);
   vif.hash->set(HashConfig{});
+  if (vif.cfg.static_grants) {
+    std::vector<StaticGrants*> qs;
+    for (auto& s : vif.static_grants)
+      qs.push_back(s.get());
+    c->grefs_ = std::make_unique<GrefRegistry>(mapper, vif.domid, std::move(qs));
+  }
   return c;
 }
 
@@ -182,10 +188,18 @@ CtrlResponse CtrlRing::process(const CtrlRequest& req) {
     case kCtrlTypeSetHashMapping:
       status = set_hash_mapping(req.data[0], req.data[1], req.data[2]);
       break;
+    case kCtrlTypeGetGrefMappingSize:
+      status = get_gref_mapping_size(req.data[0], &data);
+      break;
+    case kCtrlTypeAddGrefMapping:
+    case kCtrlTypeDelGrefMapping:
+      status = gref_mapping(req.type == kCtrlTypeAddGrefMapping, req.data[0], req.data[1],
+                            req.data[2], &data);
+      break;
     default:
       break;
   }
-  if (status == kCtrlStatusSuccess) vif_.hash->set(hash_);
+  if (status == kCtrlStatusSuccess && req.type <= kCtrlTypeSetHashAlgorithm) vif_.hash->set(hash_);
   return CtrlResponse{req.id, req.type, status, status == kCtrlStatusSuccess ? data : 0};
 }
 
@@ -249,6 +263,63 @@ uint32_t CtrlRing::set_hash_mapping(grant_ref_t gref, uint32_t len, uint32_t off
     if (m[i] >= num_queues_) return kCtrlStatusInvalidParameter;
   }
   hash_.mapping = m;
+  return kCtrlStatusSuccess;
+}
+
+bool CtrlRing::copy_to_frontend(grant_ref_t gref, const void* src, uint32_t len) {
+  GrantCopyOp op;
+  op.source = {false, 0, 0, 0, const_cast<void*>(src)};
+  op.dest = {true, vif_.domid, gref, 0, nullptr};
+  op.len = static_cast<uint16_t>(len);
+  Status s = mapper_.copy(std::span<GrantCopyOp>(&op, 1));
+  return !s.failed() && op.status == 0;
+}
+
+// GET_GREF_MAPPING_SIZE: how many grants a queue may register.
+uint32_t CtrlRing::get_gref_mapping_size(uint32_t queue, uint32_t* data) {
+  if (!grefs_) return kCtrlStatusNotSupported;
+  if (queue >= grefs_->queues()) return kCtrlStatusInvalidParameter;
+  *data = kMaxStaticGrantsPerQueue;
+  return kCtrlStatusSuccess;
+}
+
+// ADD/DEL_GREF_MAPPING: a table of struct xen_netif_gref at the start of
+// the granted page (so at most 512 entries). ADD maps all or nothing (the
+// response's status says which); DEL removes each registered entry, writes
+// each entry's status back into the frontend's page and answers how many it
+// removed.
+uint32_t CtrlRing::gref_mapping(bool add, uint32_t queue, grant_ref_t list, uint32_t count,
+                                uint32_t* data) {
+  if (!grefs_) return kCtrlStatusNotSupported;
+  constexpr uint32_t kMaxEntries = kPageSize / sizeof(CtrlGref);
+  if (queue >= grefs_->queues() || count > kMaxEntries) return kCtrlStatusInvalidParameter;
+  std::array<CtrlGref, kMaxEntries> entries;
+  if (count != 0 && !copy_from_frontend(list, entries.data(), count * sizeof(CtrlGref))) {
+    return kCtrlStatusInvalidParameter;
+  }
+  std::array<grant_ref_t, kMaxEntries> refs;
+  std::array<bool, kMaxEntries> flag;
+  for (uint32_t i = 0; i < count; ++i) {
+    refs[i] = entries[i].ref;
+    flag[i] = (entries[i].flags & kCtrlGrefReadonly) != 0;
+  }
+  if (add) {
+    if (!grefs_->add(queue, std::span(refs.data(), count), std::span(flag.data(), count))) {
+      return kCtrlStatusInvalidParameter;
+    }
+    ctr_.static_grants_added.add(count);
+    return kCtrlStatusSuccess;
+  }
+  const uint32_t removed =
+      grefs_->del(queue, std::span(refs.data(), count), std::span(flag.data(), count));
+  for (uint32_t i = 0; i < count; ++i)
+    entries[i].status =
+        static_cast<uint16_t>(flag[i] ? kCtrlStatusSuccess : kCtrlStatusInvalidParameter);
+  ctr_.static_grants_removed.add(removed);
+  if (count != 0 && !copy_to_frontend(list, entries.data(), count * sizeof(CtrlGref))) {
+    return kCtrlStatusInvalidParameter;  // removed all the same: the statuses are lost
+  }
+  *data = removed;
   return kCtrlStatusSuccess;
 }
 

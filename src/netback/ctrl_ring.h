@@ -6,8 +6,9 @@
 //
 // It answers the hashing messages exactly as Linux netback does (same
 // limits, same statuses; hash.h) and publishes the result for the workers
-// that steer frames to this vif's queues. The static grant messages are
-// answered NOT_SUPPORTED, as Linux does.
+// that steer frames to this vif's queues. The static grant messages
+// (static_grants.h) map the pages a frontend registers for the connection;
+// with --no-static-grants they are answered NOT_SUPPORTED, as Linux does.
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include "evtchn/late_eoi.h"
 #include "netback/counters.h"
 #include "netback/hash.h"
+#include "netback/static_grants.h"
 #include "netback/vif_context.h"
 #include "ring/netif_ctrl.h"
 #include "util/fd.h"
@@ -57,8 +59,13 @@ class CtrlRing {
   uint32_t set_hash_key(grant_ref_t gref, uint32_t len);
   uint32_t set_hash_mapping_size(uint32_t size);
   uint32_t set_hash_mapping(grant_ref_t gref, uint32_t len, uint32_t off);
-  // One grant copy of `len` bytes from the start of the frontend's page.
+  // One grant copy of `len` bytes from (to) the start of the frontend's page.
   bool copy_from_frontend(grant_ref_t gref, void* dst, uint32_t len);
+  bool copy_to_frontend(grant_ref_t gref, const void* src, uint32_t len);
+
+  // Static grants.
+  uint32_t get_gref_mapping_size(uint32_t queue, uint32_t* data);
+  uint32_t gref_mapping(bool add, uint32_t queue, grant_ref_t list, uint32_t count, uint32_t* data);
 
   VifContext& vif_;
   GrantMapper& mapper_;
@@ -72,8 +79,9 @@ class CtrlRing {
   std::thread thread_;
   LiveCounters ctr_;
 
-  HashConfig hash_;        // this thread's copy; published to vif_.hash
-  uint64_t requests_ = 0;  // of this connection, for the ctrl-* faults
+  HashConfig hash_;                      // this thread's copy; published to vif_.hash
+  std::unique_ptr<GrefRegistry> grefs_;  // null with --no-static-grants
+  uint64_t requests_ = 0;                // of this connection, for the ctrl-* faults
 };
 
 }  // namespace xpv::netback

@@ -110,6 +110,11 @@ class Queue {
   // What wakes the worker (stop, and in bridge mode other workers' frames).
   int wake_fd() const { return inbox_ ? inbox_->wake_fd() : wake_.get(); }
 
+  // The batch's copies: memcpy for the grants registered as static grants
+  // (after the page bound check a grant copy makes), one grant copy batch
+  // for the others; each op's status says how it went.
+  void copy_batch(std::vector<GrantCopyOp>& ops);
+
   // ---- TX (tx.cc): xenvif_tx_action ----
   bool tx_action();  // true when it consumed requests
   int tx_build_one(uint32_t work_to_do);
@@ -209,6 +214,11 @@ class Queue {
   uint32_t late_head_ = 0, late_count_ = 0;
   bool late_active_ = false;
   uint64_t late_delay_ns_ = 0;
+
+  // ---- copies ----
+  StaticGrants* grants_ = nullptr;       // this queue's (vif_.static_grants)
+  std::vector<GrantCopyOp> copy_rest_;   // reserved: the ops left for grant copy
+  std::vector<uint32_t> copy_rest_idx_;  // their indices in the batch
 
   // ---- RX ----
   RxFifo fifo_;

@@ -223,11 +223,7 @@ bool Queue::rx_action() {
 // into an error, write the responses, push once, notify if asked.
 void Queue::rx_flush() {
   if (rx_pkts_.empty()) return;
-  Status s = mapper_.copy(std::span<GrantCopyOp>(rx_ops_));
-  if (s.failed()) {
-    for (auto& op : rx_ops_)
-      op.status = -1;  // GNTST_general_error
-  }
+  copy_batch(rx_ops_);
   for (const RxPacket& p : rx_pkts_) {
     bool ok = true;
     const uint64_t ordinal = rx_packets_total_;

@@ -240,13 +240,7 @@ void Queue::tx_drop(const TxRequest& first, uint32_t extra_count, uint32_t nfrag
 // on, pushes the responses (xenvif_tx_submit / xenvif_idx_release).
 void Queue::tx_flush() {
   if (!tx_pkts_.empty()) {
-    if (!tx_ops_.empty()) {
-      Status s = mapper_.copy(std::span<GrantCopyOp>(tx_ops_));
-      if (s.failed()) {
-        for (auto& op : tx_ops_)
-          op.status = -1;  // GNTST_general_error
-      }
-    }
+    if (!tx_ops_.empty()) copy_batch(tx_ops_);
     for (const TxPacket& p : tx_pkts_) {
       bool ok = true;
       for (uint32_t i = p.op_begin; i < p.op_end; ++i)

@@ -17,6 +17,7 @@
 #include "netback/config.h"
 #include "netback/counters.h"
 #include "netback/hash.h"
+#include "netback/static_grants.h"
 #include "xpv/platform.h"
 
 namespace xpv::netback {
@@ -62,6 +63,9 @@ struct VifContext {
   // Loopback mode: every queue's inbox, by index (set before the workers
   // start), for a frame the hash sends to another queue than its own.
   std::vector<std::shared_ptr<BridgeInbox>> queue_inboxes;
+  // Static grants, one per queue (static_grants.h): created at connect
+  // before the queues and the control ring, cleared after both are gone.
+  std::vector<std::unique_ptr<StaticGrants>> static_grants;
 
   // xenvif_fatal_tx_err(): the vif is disabled and its queues stop serving.
   // The first reason is kept (written once, before fatal_state becomes 2).

@@ -272,6 +272,12 @@ bool Vif::connect(XenStore& xs) {
   c.fatal_reported.store(false);
   c.stalled_queues.store(0);
 
+  // Static grant tables, one per queue, empty until the control ring
+  // registers pages.
+  c.static_grants.clear();
+  for (uint64_t i = 0; i < nq; ++i)
+    c.static_grants.push_back(std::make_unique<StaticGrants>());
+
   // connect_ctrl_ring(): before the data rings, as Linux. No
   // ctrl-ring-ref: the frontend has no control ring (hashing stays off).
   std::unique_ptr<CtrlRing> ctrl;
@@ -424,8 +430,9 @@ void Vif::disconnect() {
     // xenvif_disconnect_ctrl(), after the data rings as in Linux.
     ctrl_->stop();
     closed_ += ctrl_->counters();
-    ctrl_.reset();
+    ctrl_.reset();  // unmaps the static grants: the workers are gone
   }
+  ctx_->static_grants.clear();
   ctr_.disconnects.add();
   ctx_->stalled_queues.store(0);
   log_info("%s: disconnected", ctx_->name.c_str());
