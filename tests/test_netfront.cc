@@ -136,7 +136,8 @@ TEST_F(NetfrontFixture, HandshakeReadsFeaturesAndConnects) {
   // Nothing left behind that could break the next frontend.
   EXPECT_FALSE(*xs0->try_read(kXsNoTransaction, fe + "/multi-queue-num-queues"));
   auto acc = d.teardown_account();
-  EXPECT_EQ(acc.pages, 2u * (2 + 256 + 256)) << "rings and pools of both queues";
+  EXPECT_EQ(acc.pages, 2u * (2 + 256 + 256) + 2)
+      << "rings and pools of both queues, the control ring and its data page";
   EXPECT_EQ(acc.returned, acc.pages);
   EXPECT_EQ(acc.still_mapped, 0u);
 }

@@ -795,5 +795,79 @@ TEST_F(HostileBackend, RxGsoExtraViolations) {
   }
 }
 
+// A control ring connected (QueueFeatures::rx_hash): XEN_NETIF_EXTRA_TYPE_HASH
+// extras come with packets, single- and multi-slot, and each packet gets
+// its own hash and type (netif.h: type a _XEN_NETIF_CTRL_HASH_TYPE_* bit
+// number, algorithm Toeplitz, value the 32-bit hash).
+TEST_F(HostileBackend, RxHashExtrasHandTheHashToTheReceiver) {
+  negotiated.rx_hash = true;
+  open(true);
+  uint32_t i = rx->rsp_cons();
+  auto hash_extra = [&](uint32_t at, uint8_t type, uint8_t alg, uint32_t value) {
+    netif::ExtraInfo e{};
+    e.type = netif::kExtraTypeHash;
+    e.u.hash.type = type;
+    e.u.hash.algorithm = alg;
+    std::memcpy(e.u.hash.value, &value, 4);
+    std::memcpy(&rxe()[at & 255].rsp, &e, sizeof e);
+  };
+  answer_rx(i, 60, netif::kRxExtraInfo);  // IPv4+TCP hash
+  hash_extra(i + 1, 1, 1, 0xdeadbeef);
+  answer_rx(i + 2, 60, 0);                                           // no hash
+  answer_rx(i + 3, 1000, netif::kRxExtraInfo | netif::kRxMoreData);  // two slots, IPv6
+  hash_extra(i + 4, 2, 1, 0x01020304);
+  answer_rx(i + 5, 200, 0);
+  publish_rx(i + 6);
+  std::vector<std::pair<uint8_t, uint32_t>> got;
+  std::vector<uint32_t> lens;
+  q->api().receive(32, [&](const RxPacket& p) {
+    got.emplace_back(p.hash_type, p.hash);
+    lens.push_back(p.len);
+    return true;
+  });
+  ASSERT_FALSE(q->broken()) << q->broken_reason();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], std::make_pair(static_cast<uint8_t>(kHashIpv4Tcp), 0xdeadbeefu));
+  EXPECT_EQ(got[1], std::make_pair(static_cast<uint8_t>(0), 0u));
+  EXPECT_EQ(got[2], std::make_pair(static_cast<uint8_t>(kHashIpv6), 0x01020304u));
+  EXPECT_EQ(lens, (std::vector<uint32_t>{60, 60, 1200}));
+  expect_accounted();
+}
+
+// The HASH extra is validated: a hash type netif.h does not define, an
+// algorithm other than Toeplitz, or a HASH extra without a control ring
+// is a violation.
+TEST_F(HostileBackend, BadRxHashExtrasAreViolations) {
+  struct Case {
+    bool ctrl;
+    uint8_t type, alg;
+    const char* words;
+  };
+  for (const Case& c : {Case{true, 4, 1, "hash type 4"}, Case{true, 0, 2, "algorithm 2"},
+                        Case{false, 0, 1, "did not negotiate"}}) {
+    SCOPED_TRACE(c.words);
+    negotiated.rx_hash = c.ctrl;
+    negotiated.rx_gso_types = c.ctrl ? 0 : (1u << kGsoTcpV4);  // some extra type negotiated
+    open(true);
+    const uint32_t i = rx->rsp_cons();
+    answer_rx(i, 60, netif::kRxExtraInfo);
+    netif::ExtraInfo e{};
+    e.type = netif::kExtraTypeHash;
+    e.u.hash.type = c.type;
+    e.u.hash.algorithm = c.alg;
+    std::memcpy(&rxe()[(i + 1) & 255].rsp, &e, sizeof e);
+    publish_rx(i + 2);
+    uint32_t got = 0;
+    q->api().receive(32, [&](const RxPacket&) { return ++got, true; });
+    EXPECT_EQ(got, 0u);
+    EXPECT_TRUE(q->broken());
+    EXPECT_EQ(q->counters().backend_errors, 1u);
+    EXPECT_NE(q->broken_reason().find(c.words), std::string::npos) << q->broken_reason();
+    expect_accounted();
+    q->stop();
+    q.reset();
+  }
+}
+
 }  // namespace
 }  // namespace xpv

@@ -163,6 +163,9 @@ struct xenpv_internals {
   xpv::BackendFeatures features;
   xenpv_rx_filter filter;
   std::vector<xpv::MacAddr> mc_list;  // set_mc_addr_list's, for the backend's filter
+  // RSS as configured (dev_configure, the rss and reta ops); handed to each
+  // library device opened (xenpv_rss.cc).
+  xpv::RssConfig rss;
   std::atomic<uint32_t> max_frame{RTE_ETHER_MTU + kXenpvL2Overhead};  // TX: MTU + L2 header
   // control_mu serialises the library's control path (connect, poll_control,
   // close) between EAL's interrupt thread and API calls. Never held while
@@ -188,6 +191,18 @@ struct xenpv_internals {
 // `field_at` and `old`, if given, get the field's place and its value before.
 bool xenpv_complete_l4_checksum(struct rte_mbuf* m, uint8_t** field_at = nullptr,
                                 uint16_t* old = nullptr);
+
+// xenpv_rss.cc: RSS through the backend's control ring (netif.h): what
+// dev_infos_get reports, what dev_configure sets, and the rss/reta ops.
+constexpr uint16_t kXenpvRetaSize = RTE_ETH_RSS_RETA_SIZE_128;  // Linux netback's table size
+void xenpv_rss_infos(const xenpv_internals* p, struct rte_eth_dev_info* info);
+int xenpv_rss_configure(struct rte_eth_dev* dev);
+int xenpv_rss_hash_update(struct rte_eth_dev* dev, struct rte_eth_rss_conf* conf);
+int xenpv_rss_hash_conf_get(struct rte_eth_dev* dev, struct rte_eth_rss_conf* conf);
+int xenpv_reta_update(struct rte_eth_dev* dev, struct rte_eth_rss_reta_entry64* reta,
+                      uint16_t reta_size);
+int xenpv_reta_query(struct rte_eth_dev* dev, struct rte_eth_rss_reta_entry64* reta,
+                     uint16_t reta_size);
 
 uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);
 uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n);

@@ -233,6 +233,11 @@ int open_device(struct rte_eth_dev* dev, uint32_t queues, bool lro) {
     p->dev->set_link_callback([p](const xpv::DeviceEvent& e) { note_link_change(p, e); });
     p->features = p->dev->info().features;
     backend_multicast(dev);
+    // The RSS of the port, kept across re-opens (checked when it was set).
+    if (xpv::Status s = p->dev->set_rss(p->rss); s.failed()) {
+      XENPV_LOG(WARNING, "%s: RSS not kept: %s", dev->data->name, s.message().c_str());
+      p->rss = {};
+    }
     p->lro = lro;
   }
   return control_install(dev);
@@ -301,8 +306,11 @@ int xenpv_dev_configure(struct rte_eth_dev* dev) {
   // and the offloads against dev_infos_get's.
   set_mtu(p, dev->data->mtu);
   const bool lro = (dev->data->dev_conf.rxmode.offloads & RTE_ETH_RX_OFFLOAD_TCP_LRO) != 0;
-  if (!p->dev || p->dev->num_queues() != want || p->lro != lro) return open_device(dev, want, lro);
-  return 0;
+  if (!p->dev || p->dev->num_queues() != want || p->lro != lro) {
+    int rc = open_device(dev, want, lro);
+    if (rc < 0) return rc;
+  }
+  return xenpv_rss_configure(dev);
 }
 
 void attach_queues(struct rte_eth_dev* dev, bool start) {
@@ -670,6 +678,7 @@ int xenpv_dev_infos_get(struct rte_eth_dev* dev, struct rte_eth_dev_info* info) 
                          ? 0
                          : rte_eth_speed_bitflag(p->args.speed, RTE_ETH_LINK_FULL_DUPLEX);
   info->dev_capa = 0;  // no runtime queue setup
+  xenpv_rss_infos(p, info);
   return 0;
 }
 
@@ -893,6 +902,10 @@ constexpr struct eth_dev_ops make_ops() {
   o.tx_queue_release = xenpv_tx_queue_release;
   o.tx_done_cleanup = xenpv_tx_done_cleanup;
   o.get_monitor_addr = xenpv_get_monitor_addr;
+  o.rss_hash_update = xenpv_rss_hash_update;
+  o.rss_hash_conf_get = xenpv_rss_hash_conf_get;
+  o.reta_update = xenpv_reta_update;
+  o.reta_query = xenpv_reta_query;
   return o;
 }
 constexpr struct eth_dev_ops xenpv_ops = make_ops();

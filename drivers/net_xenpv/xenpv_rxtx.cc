@@ -156,6 +156,11 @@ void rx_offloads(xenpv_rxq* rxq, struct rte_mbuf* m, const xpv::RxPacket& p) {
   } else if ((p.flags & xpv::kRxCsumBlank) && xenpv_complete_l4_checksum(m)) {
     rxq->csum_software.add();
   }
+  if (p.hash_type) {
+    // The backend's Toeplitz hash (a netif HASH extra), what steered it here.
+    ol |= RTE_MBUF_F_RX_RSS_HASH;
+    m->hash.rss = p.hash;
+  }
   if (p.gso_size) {
     ol |= RTE_MBUF_F_RX_LRO;
     m->tso_segsz = p.gso_size;
@@ -256,7 +261,7 @@ uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
     }
     m->pkt_len = p.len;
     m->port = rxq->port_id;
-    if (p.flags || p.gso_size) [[unlikely]] {
+    if (p.flags || p.gso_size || p.hash_type) [[unlikely]] {
       rx_offloads(rxq, m, p);
     }
     pkts[got++] = m;

@@ -45,12 +45,34 @@ struct EventCounters {
     "TX responses consumed by the transmit path (0 unless the reap-in-transmit experiment is on)") \
   X(rx_refills, "RX ring refill batches")                                                          \
   X(mcast_requests, "multicast filter changes sent (MCAST_ADD/DEL extra-info requests)")           \
-  X(mcast_refused, "multicast filter changes the backend answered with an error")
+  X(mcast_refused, "multicast filter changes the backend answered with an error")                  \
+  X(static_grant_connections,                                                                      \
+    "connections on which the backend mapped this queue's buffer pools once (static grants)")      \
+  X(grant_copy_connections,                                                                        \
+    "connections on which the backend grant-copies each buffer (no static grants)")
 
 /// Counters of one netfront queue: one field per XPV_QUEUE_COUNTERS entry.
 struct QueueCounters {
 #define XPV_FIELD(name, doc) uint64_t name = 0;
   XPV_QUEUE_COUNTERS(XPV_FIELD)
+#undef XPV_FIELD
+};
+
+/// Per device: its control ring (netif.h feature-ctrl-ring). Each
+/// violation disconnects the device.
+#define XPV_CTRL_COUNTERS(X)                                                                   \
+  X(ctrl_requests, "control-ring requests sent")                                               \
+  X(ctrl_refused, "control-ring requests the backend answered with an error status")           \
+  X(ctrl_timeouts, "control-ring requests the backend did not answer in time (a violation)")   \
+  X(ctrl_bad_ids, "control-ring responses naming a request we did not send (a violation)")     \
+  X(ctrl_bad_types, "control-ring responses of another type than their request (a violation)") \
+  X(ctrl_bad_statuses,                                                                         \
+    "control-ring responses with a status netif.h does not allow for the request (a violation)")
+
+/// Counters of a device's control ring: one field per XPV_CTRL_COUNTERS entry.
+struct CtrlCounters {
+#define XPV_FIELD(name, doc) uint64_t name = 0;
+  XPV_CTRL_COUNTERS(XPV_FIELD)
 #undef XPV_FIELD
 };
 

@@ -27,6 +27,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "xpv/counters.h"
 #include "xpv/platform.h"
@@ -79,6 +80,10 @@ struct DeviceConfig {
   /// consumed then finds no work (counted as spurious_events) and, under late
   /// EOI, delays the unmask (delayed_eois). Exists to measure that cost.
   bool experiment_reap_tx_in_transmit = false;
+  /// How long a control-ring request (netif.h feature-ctrl-ring) may wait for
+  /// its answer; a backend that takes longer broke the protocol (the device
+  /// disconnects, the call fails with ETIMEDOUT).
+  uint32_t ctrl_timeout_ms = 2000;
 };
 
 /// What the backend offers, from its feature-* keys (netif.h) at the last connect.
@@ -143,6 +148,41 @@ struct TxPacket {
   uint16_t gso_size = 0;
 };
 
+/// Receive-side scaling through the backend (netif.h control ring): the
+/// backend hashes each received packet with Toeplitz over the header fields
+/// of the hash types enabled, and steers it to the queue that
+/// mapping[hash % mapping.size()] names (hash % queues without a mapping).
+/// Hash types, XEN_NETIF_CTRL_HASH_TYPE_* (netif.h): nothing else (UDP
+/// ports, IPv6 extension headers...) can be hashed by a netif backend.
+inline constexpr uint32_t kHashIpv4 = 1u << 0;     ///< source and destination address
+inline constexpr uint32_t kHashIpv4Tcp = 1u << 1;  ///< addresses and TCP ports
+inline constexpr uint32_t kHashIpv6 = 1u << 2;     ///< IPv6 source and destination address
+inline constexpr uint32_t kHashIpv6Tcp = 1u << 3;  ///< IPv6 addresses and TCP ports
+/// Every hash type netif defines.
+inline constexpr uint32_t kHashTypesNetif = kHashIpv4 | kHashIpv4Tcp | kHashIpv6 | kHashIpv6Tcp;
+inline constexpr uint32_t kRssKeyMax = 40;  ///< Linux netback's XEN_NETBK_MAX_HASH_KEY_SIZE
+/// Entries of a mapping we send in one granted page (netif.h: a sub-table
+/// per grant); the backend's own limit (GET_HASH_MAPPING_SIZE) may be lower.
+inline constexpr uint32_t kRssMappingMax = 1024;
+
+/// What Device::set_rss() asks of the backend.
+struct RssConfig {
+  uint32_t hash_types = 0;        ///< kHash* bits; 0: no hashing (algorithm NONE)
+  std::vector<uint8_t> key;       ///< Toeplitz key, up to kRssKeyMax bytes (shorter: zero-filled)
+  std::vector<uint32_t> mapping;  ///< queue per entry; empty: hash % queues
+  /// Field-by-field equality.
+  bool operator==(const RssConfig&) const = default;
+};
+
+/// What the backend's control ring allows for RSS.
+struct RssCapabilities {
+  bool available = false;         ///< the backend offers feature-ctrl-ring
+  uint32_t hash_types = 0;        ///< kHash* bits it may hash (all of netif's until connected)
+  uint32_t key_size_max = 0;      ///< kRssKeyMax when available
+  uint32_t mapping_size_max = 0;  ///< GET_HASH_MAPPING_SIZE (0 until connected, or unsupported)
+  bool connected = false;         ///< the values above come from the backend's answers
+};
+
 /// A received packet as a list of fragments in the queue's granted RX pages.
 /// Valid only during the receive callback.
 struct RxFragment {
@@ -166,6 +206,11 @@ struct RxPacket {
   uint8_t gso_type = kGsoNone;
   /// The GSO extra's segment payload size; 0 for a plain packet.
   uint16_t gso_size = 0;
+  /// The kHash* bit the backend computed `hash` for (a XEN_NETIF_EXTRA_TYPE_HASH
+  /// extra, sent once RSS is configured); 0 when the packet came without one.
+  uint8_t hash_type = 0;
+  /// The backend's Toeplitz hash of this packet (valid when hash_type != 0).
+  uint32_t hash = 0;
 };
 
 /// RxPacket::flags (netif.h NETRXF_*).
@@ -392,6 +437,23 @@ class Device {
   /// EAGAIN when the TX ring had no room (call again). Like every Device
   /// call, not concurrent with poll_control().
   Status set_multicast_filter(bool on, std::span<const MacAddr> groups);
+
+  /// Receive-side scaling (RssConfig): checked against netif's rules and
+  /// the backend's limits, kept across reconnects and applied at each
+  /// connect (a backend refusal then fails the connection) and at once when
+  /// connected. EINVAL for a hash type netif cannot hash, a key over
+  /// kRssKeyMax, a mapping entry naming no queue; E2BIG for a mapping
+  /// larger than the backend takes; ENOTSUP when the backend has no control
+  /// ring; the backend's refusal (NOT_SUPPORTED: ENOTSUP, INVALID_PARAMETER:
+  /// EINVAL, BUFFER_OVERFLOW: E2BIG) names the request; a backend breaking
+  /// the control ring's protocol disconnects the device (EPROTO, ETIMEDOUT).
+  Status set_rss(const RssConfig& cfg);
+  /// The RSS configuration last accepted by set_rss().
+  const RssConfig& rss() const;
+  /// What the backend allows for RSS (see RssCapabilities).
+  RssCapabilities rss_capabilities() const;
+  /// The control ring's counters.
+  CtrlCounters ctrl_counters() const;
 
  private:
   class Impl;

@@ -225,8 +225,10 @@ Bridge::Bridge(const Config& cfg)
 
 std::shared_ptr<const BridgePort> Bridge::attach(domid_t domid, uint32_t handle,
                                                  const std::string& name,
-                                                 std::vector<std::shared_ptr<BridgeInbox>> rx) {
+                                                 std::vector<std::shared_ptr<BridgeInbox>> rx,
+                                                 std::shared_ptr<const HashState> hash) {
   auto p = std::make_shared<BridgePort>();
+  p->hash = std::move(hash);
   p->domid = domid;
   p->handle = handle;
   p->name = name;
@@ -328,14 +330,21 @@ void Queue::bridge_forward(const uint8_t* data, uint32_t len, const FrameMeta& t
 
 void Queue::bridge_push(const BridgePort& p, const uint8_t* data, uint32_t len, const FrameMeta& tx,
                         uint64_t now) {
-  // The same queue index, modulo the target's queue count: one flow (one
-  // source queue) stays on one target queue, in order.
-  BridgeInbox& in = *p.rx[index() % p.rx.size()];
-  if (in.push(data, len, tx, now) != BridgeInbox::Push::kQueued) ctr_.bridge_dropped.add();
+  // The target's hash mapping when it configured one (xenvif_select_queue);
+  // else the same queue index, modulo the target's queue count: one flow
+  // (one source queue) stays on one target queue, in order.
+  const uint32_t nq = static_cast<uint32_t>(p.rx.size());
+  const Steering st = p.hash->steer(data, len, nq);
+  FrameMeta meta = tx;
+  with_hash(meta, st);
+  if (st.hashing) ctr_.rx_steered.add();
+  BridgeInbox& in = *p.rx[st.hashing ? st.queue : index() % nq];
+  if (in.push(data, len, meta, now) != BridgeInbox::Push::kQueued) ctr_.bridge_dropped.add();
 }
 
 void Queue::bridge_drain() {
-  (void)vif_.bridge->view(bridge_view_);  // let go of a table with vifs gone
+  // Let go of a table with vifs gone (loopback's inboxes have no bridge).
+  if (vif_.bridge) (void)vif_.bridge->view(bridge_view_);
   if (!inbox_->pending()) return;
   RxFifo& in = inbox_->take();
   while (!in.empty()) {

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "netback/config.h"
+#include "netback/hash.h"
 #include "netback/rx_fifo.h"
 #include "util/fd.h"
 #include "xpv/platform.h"
@@ -93,6 +94,7 @@ struct BridgePort {
   uint32_t handle = 0;
   std::string name;
   std::vector<std::shared_ptr<BridgeInbox>> rx;  // one per queue, by index
+  std::shared_ptr<const HashState> hash;         // the vif's RX hashing
 };
 
 struct PortTable {
@@ -173,9 +175,11 @@ class Bridge {
   explicit Bridge(const Config& cfg);
 
   // ---- the control thread ----
-  // A vif connected: its queues' inboxes, by queue index.
+  // A vif connected: its queues' inboxes, by queue index, and its RX
+  // hashing (which of them a frame goes to).
   std::shared_ptr<const BridgePort> attach(domid_t domid, uint32_t handle, const std::string& name,
-                                           std::vector<std::shared_ptr<BridgeInbox>> rx);
+                                           std::vector<std::shared_ptr<BridgeInbox>> rx,
+                                           std::shared_ptr<const HashState> hash);
   // A vif disconnects: its inboxes refuse from now on, it leaves the table
   // and its macs are forgotten. Its workers may still run (and learn): call
   // forget() again once they have stopped.

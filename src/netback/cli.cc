@@ -37,6 +37,11 @@ Toolstack:
   --static-multicast-control
                            feature-dynamic-multicast-control=0: the frontend's
                            request-multicast-control counts at connect only
+  --no-ctrl-ring           feature-ctrl-ring=0: no RX hashing, no static
+                           grants (default 1: the control ring as Linux
+                           netback serves it, plus static grants)
+  --no-static-grants       answer GET_GREF_MAPPING_SIZE and ADD/DEL_GREF_MAPPING
+                           with NOT_SUPPORTED, as Linux netback does
 
 Data path:
   --mode MODE              loopback: each TX packet comes back on the same
@@ -116,6 +121,12 @@ Fault injection (for frontend tests; see docs/xpv-netback.md):
                              alternating between --reattach-mac (odd rounds)
                              and --mac; --fault-arg rounds (default 1), each
                              after N more packets
+  The control ring (the --fault-arg'th control request of each connection,
+  default the first; the frontend must disconnect cleanly):
+    ctrl-no-answer           the request is consumed and never answered
+    ctrl-wrong-id            the response carries another id
+    ctrl-bad-status          the response's status is 0xdead: no
+                             XEN_NETIF_CTRL_STATUS_*
   --reattach-mac MAC       reattach: the other mac of vif 0 (default: its
                            mac with 0x10 added to the last byte; other vifs
                            always get that)
@@ -233,6 +244,12 @@ Result<CliOptions> parse_cli(int argc, const char* const argv[]) {
     } else if (arg == "--static-multicast-control") {
       XPV_TRY(flag());
       c.dynamic_multicast_control = false;
+    } else if (arg == "--no-ctrl-ring") {
+      XPV_TRY(flag());
+      c.ctrl_ring = false;
+    } else if (arg == "--no-static-grants") {
+      XPV_TRY(flag());
+      c.static_grants = false;
     } else if (arg == "--busy-poll") {
       XPV_TRY(flag());
       c.busy_poll = true;

@@ -42,6 +42,9 @@ constexpr FaultName kFaults[] = {
     {Fault::kXsStateUndefined, "xs-state-undefined"},
     {Fault::kXsKeysVanish, "xs-keys-vanish"},
     {Fault::kReattach, "reattach"},
+    {Fault::kCtrlNoAnswer, "ctrl-no-answer"},
+    {Fault::kCtrlWrongId, "ctrl-wrong-id"},
+    {Fault::kCtrlBadStatus, "ctrl-bad-status"},
 };
 
 int hex_digit(char c) {
@@ -156,6 +159,14 @@ Status validate(const Config& c) {
   if (c.reattach_mac && c.mac && *c.reattach_mac == *c.mac) {
     return make_error(EINVAL, "--reattach-mac must differ from --mac");
   }
+  if (is_ctrl_ring_fault(c.fault) && c.fault_arg && *c.fault_arg == 0) {
+    return make_error(EINVAL,
+                      "--fault-arg for ctrl-* (which control request, from 1) must be at least 1");
+  }
+  if (is_ctrl_ring_fault(c.fault) && !c.ctrl_ring) {
+    return make_error(EINVAL, format("--fault %s needs the control ring (not --no-ctrl-ring)",
+                                     to_string(c.fault)));
+  }
   if (c.fault == Fault::kEventStorm && c.fault_arg && *c.fault_arg == 0) {
     return make_error(EINVAL, "--fault-arg for event-storm (notifications) must be at least 1");
   }
@@ -178,6 +189,10 @@ uint64_t fault_arg_or_default(const Config& c) {
       return 1;
     case Fault::kXsStateUndefined:
       return 99;
+    case Fault::kCtrlNoAnswer:
+    case Fault::kCtrlWrongId:
+    case Fault::kCtrlBadStatus:
+      return 1;
     default:
       return 0;
   }

@@ -47,6 +47,12 @@ enum class Fault {
   kXsKeysVanish,      // the backend's feature keys removed during a re-handshake
   // The toolstack: xl network-detach, then network-attach with another mac.
   kReattach,
+  // The control ring (ctrl_ring.cc): the --fault-arg'th control request of
+  // each connection (default the first) gets no response, a response with
+  // another id, or one with a status netif.h does not define.
+  kCtrlNoAnswer,
+  kCtrlWrongId,
+  kCtrlBadStatus,
 };
 
 using Mac = std::array<uint8_t, 6>;
@@ -66,6 +72,10 @@ struct Config {
   bool feature_ipv6_csum = true;
   bool multicast_control = true;
   bool dynamic_multicast_control = true;
+  // feature-ctrl-ring (hashing, as Linux netback) and, through it, static
+  // grants (ADD/DEL_GREF_MAPPING; Linux answers NOT_SUPPORTED).
+  bool ctrl_ring = true;
+  bool static_grants = true;
 
   Mode mode = Mode::kLoopback;
   uint32_t source_size = 60;  // 60..65535
@@ -94,6 +104,10 @@ struct Config {
 
 // The faults the control thread injects (toolstack and xenstore), after
 // --fault-after packets or --fault-every seconds.
+inline bool is_ctrl_ring_fault(Fault f) {
+  return f == Fault::kCtrlNoAnswer || f == Fault::kCtrlWrongId || f == Fault::kCtrlBadStatus;
+}
+
 inline bool is_control_fault(Fault f) {
   return f == Fault::kReconnect || f == Fault::kReattach || f == Fault::kXsStateBackwards ||
          f == Fault::kXsStateUndefined || f == Fault::kXsKeysVanish;

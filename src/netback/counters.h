@@ -43,6 +43,14 @@ namespace xpv::netback {
   X(faults_injected, "faults injected by --fault")                                             \
   X(connects, "successful handshakes (backend Connected)")                                     \
   X(disconnects, "disconnections (queues torn down)")                                          \
+  X(ctrl_requests, "control ring requests taken")                                              \
+  X(ctrl_refused, "control requests answered with a status other than SUCCESS")                \
+  X(rx_hash_extras, "RX packets delivered with a HASH extra (hashing configured)")             \
+  X(rx_steered, "frames put on the RX queue the hash mapping chose")                           \
+  X(static_grant_copies, "copies served by memcpy from a statically mapped grant (TX and RX)") \
+  X(grant_copies, "grant copy operations (TX and RX)")                                         \
+  X(static_grants_added, "grants mapped by ADD_GREF_MAPPING")                                  \
+  X(static_grants_removed, "grants unmapped by DEL_GREF_MAPPING")                              \
   X(bridge_unicast, "bridge: TX frames sent to the one vif their destination is on")           \
   X(bridge_flooded, "bridge: TX frames flooded (broadcast, multicast, unknown dst)")           \
   X(bridge_dropped_self, "bridge: TX frames dropped: destination on the sending vif")          \

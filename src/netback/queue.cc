@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "netback/clock.h"
 #include "util/log.h"
@@ -84,12 +85,19 @@ Result<std::unique_ptr<Queue>> Queue::create(VifContext& vif, Platform& dom0, Gr
   auto w = make_eventfd();
   if (!w) return w.error();
   q->wake_ = std::move(*w);
-  if (vif.cfg.mode == Mode::kBridge) {
+  q->copy_rest_.reserve(std::max(kTxMaxOps, kRxMaxOps));
+  q->copy_rest_idx_.reserve(std::max(kTxMaxOps, kRxMaxOps));
+  if (vif.cfg.mode == Mode::kBridge || (vif.cfg.mode == Mode::kLoopback && vif.cfg.ctrl_ring)) {
     // Two buffers of half the RX queue each: together as much as it holds.
+    // Loopback uses it for frames the hash steers from a sibling queue.
     auto in = BridgeInbox::create(std::max<uint32_t>(65536, vif.cfg.rx_queue_bytes / 2),
                                   std::max<uint32_t>(16, vif.cfg.rx_queue_packets / 2));
     if (!in) return in.error();
     q->inbox_ = std::move(*in);
+  }
+  if (k.index < vif.static_grants.size()) {
+    q->grants_ = vif.static_grants[k.index].get();
+    q->grants_->set_wake_fd(q->wake_fd());
   }
   return q;
 }
@@ -230,6 +238,9 @@ void Queue::run() {
   const int wake = wake_fd();
   pollfd fds[2] = {{eoi_->fd(), POLLIN, 0}, {wake, POLLIN, 0}};
   while (!stop_.load(std::memory_order_acquire)) {
+    // Take (and acknowledge) the newest static grant table, also while idle:
+    // a DEL_GREF_MAPPING waits for it before unmapping.
+    if (grants_) (void)grants_->acquire();
     if (vif_.disabled.load(std::memory_order_acquire)) {
       // A disabled vif serves nothing until it is torn down
       // (xenvif_kthread_guest_rx: carrier off and stop).
@@ -266,6 +277,7 @@ void Queue::run_busy_poll() {
   // passes req_event) and poll the rings instead of the event channel.
   constexpr uint32_t kDisarm = 0x80000000u;
   while (!stop_.load(std::memory_order_acquire)) {
+    if (grants_) (void)grants_->acquire();
     if (vif_.disabled.load(std::memory_order_acquire)) {
       bridge_close();
       pollfd w{wake_fd(), POLLIN, 0};
@@ -279,6 +291,53 @@ void Queue::run_busy_poll() {
     work |= service(now_ns());
     if (!work) std::this_thread::yield();
   }
+}
+
+void Queue::copy_batch(std::vector<GrantCopyOp>& ops) {
+  const GrefTable* t = grants_ ? grants_->acquire() : nullptr;
+  if (t == nullptr || t->size() == 0) {
+    Status s = mapper_.copy(std::span<GrantCopyOp>(ops));
+    if (s.failed()) {
+      for (auto& op : ops)
+        op.status = -1;  // GNTST_general_error
+    }
+    ctr_.grant_copies.add(ops.size());
+    return;
+  }
+  copy_rest_.clear();
+  copy_rest_idx_.clear();
+  uint64_t by_memcpy = 0;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    GrantCopyOp& op = ops[i];
+    // Our ops have one grant side, the frontend's page.
+    const bool from_guest = op.source.is_grant;
+    const GrantCopySegment& g = from_guest ? op.source : op.dest;
+    const GrefTable::Page* p = t->find(g.ref);
+    if (p == nullptr || (!from_guest && !p->writable)) {
+      copy_rest_.push_back(op);
+      copy_rest_idx_.push_back(i);
+      continue;
+    }
+    ++by_memcpy;
+    if (uint32_t{g.offset} + op.len > kPageSize) {
+      op.status = -1;  // what the grant copy answers: the page ends before
+      continue;
+    }
+    uint8_t* guest = p->data + g.offset;
+    if (from_guest) {
+      std::memcpy(op.dest.local, guest, op.len);
+    } else {
+      std::memcpy(guest, op.source.local, op.len);
+    }
+    op.status = 0;
+  }
+  if (!copy_rest_.empty()) {
+    Status s = mapper_.copy(std::span<GrantCopyOp>(copy_rest_));
+    for (uint32_t k = 0; k < copy_rest_.size(); ++k)
+      ops[copy_rest_idx_[k]].status = s.failed() ? int16_t{-1} : copy_rest_[k].status;
+  }
+  ctr_.static_grant_copies.add(by_memcpy);
+  ctr_.grant_copies.add(copy_rest_.size());
 }
 
 }  // namespace xpv::netback

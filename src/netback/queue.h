@@ -23,9 +23,11 @@
 #include "netback/bridge.h"
 #include "netback/config.h"
 #include "netback/counters.h"
+#include "netback/hash.h"
 #include "netback/rx_fifo.h"
 #include "netback/vif_context.h"
 #include "ring/netif.h"
+#include "ring/netif_ctrl.h"
 #include "util/fd.h"
 #include "xpv/platform.h"
 
@@ -47,6 +49,14 @@ struct QueueKeys {
 inline constexpr uint32_t kLegacySlotsMax = 18;  // XEN_NETBK_LEGACY_SLOTS_MAX
 inline constexpr uint32_t kFatalSkbSlots = 20;   // fatal_skb_slots default
 inline constexpr uint16_t kEthHlen = 14;         // ETH_HLEN
+
+// A frame's hash as the receiving vif computed it, for its HASH extra; none
+// when no algorithm is set (xenvif_start_xmit clears the hash then).
+inline void with_hash(FrameMeta& m, const Steering& s) {
+  m.has_hash = s.hash.valid;
+  m.hash_type = s.hash.type;
+  m.hash = s.hash.value;
+}
 
 class Queue {
  public:
@@ -100,6 +110,11 @@ class Queue {
   // What wakes the worker (stop, and in bridge mode other workers' frames).
   int wake_fd() const { return inbox_ ? inbox_->wake_fd() : wake_.get(); }
 
+  // The batch's copies: memcpy for the grants registered as static grants
+  // (after the page bound check a grant copy makes), one grant copy batch
+  // for the others; each op's status says how it went.
+  void copy_batch(std::vector<GrantCopyOp>& ops);
+
   // ---- TX (tx.cc): xenvif_tx_action ----
   bool tx_action();  // true when it consumed requests
   int tx_build_one(uint32_t work_to_do);
@@ -122,6 +137,7 @@ class Queue {
   bool rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
   bool rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now);
   uint8_t* rx_reserve(uint32_t len);
+  void rx_extra_slot(const netif::ExtraInfo& e);
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
 
@@ -198,6 +214,11 @@ class Queue {
   uint32_t late_head_ = 0, late_count_ = 0;
   bool late_active_ = false;
   uint64_t late_delay_ns_ = 0;
+
+  // ---- copies ----
+  StaticGrants* grants_ = nullptr;       // this queue's (vif_.static_grants)
+  std::vector<GrantCopyOp> copy_rest_;   // reserved: the ops left for grant copy
+  std::vector<uint32_t> copy_rest_idx_;  // their indices in the batch
 
   // ---- RX ----
   RxFifo fifo_;

@@ -31,6 +31,16 @@ uint32_t slots_for(uint32_t len) {
 //    completes it (skb_checksum_help) and we say it is valid;
 //  - NETTXF_data_validated becomes NETRXF_data_validated.
 bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now) {
+  // What goes on the RX ring: the flags and GSO decided below, the hash
+  // the steering computed (every segment of a cut GSO frame keeps it, as
+  // skb_segment() copies skb->hash).
+  auto rx_meta = [&tx](uint16_t flags, uint8_t gso_type = 0, uint16_t gso_size = 0) {
+    FrameMeta m{flags, gso_type, gso_size};
+    m.has_hash = tx.has_hash;
+    m.hash_type = tx.hash_type;
+    m.hash = tx.hash;
+    return m;
+  };
   const uint8_t* dst_mac = data;
   if ((dst_mac[0] & 1) && vif_.multicast_control.load(std::memory_order_relaxed) &&
       !(std::all_of(dst_mac, dst_mac + 6, [](uint8_t b) { return b == 0xff; })) &&
@@ -48,7 +58,7 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
   if (tx.gso_type) {
     if (vif_.can_sg && (vif_.gso_mask & (1u << tx.gso_type)) && takes_partial) {
       ctr_.rx_gso_packets.add();
-      return rx_queue_frame(data, len, FrameMeta{kPartial, tx.gso_type, tx.gso_size}, now);
+      return rx_queue_frame(data, len, rx_meta(kPartial, tx.gso_type, tx.gso_size), now);
     }
     TcpSegmenter seg;
     if (!seg.init(data, len, tx.gso_size)) {  // TX made sure it is TCP
@@ -64,7 +74,7 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
         continue;
       }
       seg.build(i, out, takes_partial);
-      fifo_.commit(seg.size(i), FrameMeta{takes_partial ? kPartial : netif::kRxDataValidated}, now);
+      fifo_.commit(seg.size(i), rx_meta(takes_partial ? kPartial : netif::kRxDataValidated), now);
     }
     return all;
   }
@@ -73,7 +83,7 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
     if (!out) return false;
     std::memcpy(out, data, len);
     if (complete_checksum(out, len)) ctr_.rx_csum_completed.add();
-    fifo_.commit(len, FrameMeta{netif::kRxDataValidated}, now);
+    fifo_.commit(len, rx_meta(netif::kRxDataValidated), now);
     return true;
   }
   uint16_t flags = 0;
@@ -82,7 +92,16 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
   } else if (tx.flags & netif::kTxDataValidated) {
     flags = netif::kRxDataValidated;
   }
-  return rx_queue_frame(data, len, FrameMeta{flags}, now);
+  return rx_queue_frame(data, len, rx_meta(flags), now);
+}
+
+// An extra-info slot: it takes a request, its response is the extra.
+void Queue::rx_extra_slot(const netif::ExtraInfo& e) {
+  RxSlot x{};
+  x.req = rx_.take_request();
+  x.op = -1;
+  std::memcpy(&x.rsp, &e, sizeof e);
+  rx_slots_.push_back(x);
 }
 
 // Room for a frame of `len` bytes in the RX queue, or nullptr (counted):
@@ -114,11 +133,13 @@ void Queue::rx_arm_event(uint32_t prod) {
 }
 
 // xenvif_rx_ring_slots_available(): the packet at the head fits the posted
-// requests (ceil(len / 4096) of them, one more for a GSO extra), else ask to
-// be told about the next one.
+// requests (ceil(len / 4096) of them, one more for a GSO extra, one more
+// for a HASH extra), else ask to be told about the next one.
 bool Queue::rx_ready_for_head() {
   if (fifo_.empty()) return false;
-  const uint32_t needed = slots_for(fifo_.front().len) + (fifo_.front().meta.gso_type ? 1 : 0);
+  const FrameMeta& m = fifo_.front().meta;
+  const uint32_t needed =
+      slots_for(fifo_.front().len) + (m.gso_type ? 1 : 0) + (m.has_hash ? 1 : 0);
   auto a = rx_requests();
   if (a.overflow || a.count >= needed) return true;
   if (cfg_.busy_poll) return false;
@@ -140,8 +161,9 @@ bool Queue::rx_action() {
     RxPacket rp{static_cast<uint32_t>(rx_slots_.size()), 0, p.len};
     // xenvif_rx_skb() / xenvif_rx_data_slot(): one slot per page of data,
     // at offset 0, id echoed, more_data on all but the last; the first
-    // carries the checksum flags and, before a GSO extra, extra_info.
-    // xenvif_rx_extra_slot(): the extra goes right after the first slot.
+    // carries the checksum flags and, before extras, extra_info.
+    // xenvif_rx_extra_slot(): the extras go right after the first slot, in
+    // type order (GSO, then HASH), each but the last flagged MORE.
     uint32_t done = 0;
     bool first = true;
     while (done < p.len) {
@@ -159,20 +181,29 @@ bool Queue::rx_action() {
       s.rsp.id = req.id;
       s.rsp.offset = 0;
       uint16_t flags = done < p.len ? netif::kRxMoreData : 0;
-      if (first) flags |= p.meta.flags | (p.meta.gso_type ? netif::kRxExtraInfo : 0);
+      const bool extras = p.meta.gso_type || p.meta.has_hash;
+      if (first) flags |= p.meta.flags | (extras ? netif::kRxExtraInfo : 0);
       s.rsp.flags = flags;
       s.rsp.status = static_cast<int16_t>(chunk);
       rx_slots_.push_back(s);
       if (first && p.meta.gso_type) {
-        RxSlot x{};
-        x.req = rx_.take_request();
-        x.op = -1;
         netif::ExtraInfo e{};
         e.type = netif::kExtraTypeGso;
+        e.flags = p.meta.has_hash ? netif::kExtraFlagMore : 0;
         e.u.gso.type = p.meta.gso_type;
         e.u.gso.size = p.meta.gso_size;
-        std::memcpy(&x.rsp, &e, sizeof e);
-        rx_slots_.push_back(x);
+        rx_extra_slot(e);
+      }
+      if (first && p.meta.has_hash) {
+        // The value little-endian (netif.h: "LSB ---- value ---- MSB").
+        netif::ExtraInfo e{};
+        e.type = netif::kExtraTypeHash;
+        e.u.hash.type = p.meta.hash_type;
+        e.u.hash.algorithm = static_cast<uint8_t>(netif::kCtrlHashAlgorithmToeplitz);
+        for (int b = 0; b < 4; ++b)
+          e.u.hash.value[b] = static_cast<uint8_t>(p.meta.hash >> (8 * b));
+        rx_extra_slot(e);
+        ctr_.rx_hash_extras.add();
       }
       first = false;
     }
@@ -192,11 +223,7 @@ bool Queue::rx_action() {
 // into an error, write the responses, push once, notify if asked.
 void Queue::rx_flush() {
   if (rx_pkts_.empty()) return;
-  Status s = mapper_.copy(std::span<GrantCopyOp>(rx_ops_));
-  if (s.failed()) {
-    for (auto& op : rx_ops_)
-      op.status = -1;  // GNTST_general_error
-  }
+  copy_batch(rx_ops_);
   for (const RxPacket& p : rx_pkts_) {
     bool ok = true;
     const uint64_t ordinal = rx_packets_total_;

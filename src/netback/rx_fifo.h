@@ -22,6 +22,10 @@ struct FrameMeta {
   uint16_t flags = 0;
   uint8_t gso_type = 0;  // XEN_NETIF_GSO_TYPE_*
   uint16_t gso_size = 0;
+  // The receiving vif's hash of the frame (hash.h), for its HASH extra.
+  bool has_hash = false;
+  uint8_t hash_type = 0;  // _XEN_NETIF_CTRL_HASH_TYPE_*
+  uint32_t hash = 0;
 };
 
 class RxFifo {

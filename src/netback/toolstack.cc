@@ -58,7 +58,9 @@ std::vector<Vif::KeyValue> Vif::feature_keys() const {
                                        : cfg_.split_evtchn ? "1"
                                                            : "0"},
       {"multi-queue-max-queues", max_queues},
-      {"feature-ctrl-ring", garbage ? " 1" : "0"},
+      {"feature-ctrl-ring", garbage          ? " 1"
+                            : cfg_.ctrl_ring ? "1"
+                                             : "0"},
   };
 }
 

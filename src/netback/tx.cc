@@ -240,13 +240,7 @@ void Queue::tx_drop(const TxRequest& first, uint32_t extra_count, uint32_t nfrag
 // on, pushes the responses (xenvif_tx_submit / xenvif_idx_release).
 void Queue::tx_flush() {
   if (!tx_pkts_.empty()) {
-    if (!tx_ops_.empty()) {
-      Status s = mapper_.copy(std::span<GrantCopyOp>(tx_ops_));
-      if (s.failed()) {
-        for (auto& op : tx_ops_)
-          op.status = -1;  // GNTST_general_error
-      }
-    }
+    if (!tx_ops_.empty()) copy_batch(tx_ops_);
     for (const TxPacket& p : tx_pkts_) {
       bool ok = true;
       for (uint32_t i = p.op_begin; i < p.op_end; ++i)
@@ -351,7 +345,23 @@ void Queue::tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx) {
     if (cfg_.mode == Mode::kBridge) bridge_forward(data, len, tx, now_ns());
     return;  // sink, or source: TX is sunk
   }
-  rx_enqueue(data, len, tx, now_ns());
+  // Loopback: this queue's RX, unless the vif's hash mapping names
+  // another queue (xenvif_select_queue).
+  const uint32_t nq = static_cast<uint32_t>(vif_.queue_inboxes.size());
+  const Steering st = vif_.hash->steer(data, len, nq ? nq : 1);
+  FrameMeta meta = tx;
+  with_hash(meta, st);
+  if (st.hashing) {
+    ctr_.rx_steered.add();
+    if (st.queue != index() && st.queue < nq) {
+      if (vif_.queue_inboxes[st.queue]->push(data, len, meta, now_ns()) !=
+          BridgeInbox::Push::kQueued) {
+        ctr_.rx_dropped_queue_full.add();
+      }
+      return;
+    }
+  }
+  rx_enqueue(data, len, meta, now_ns());
 }
 
 }  // namespace xpv::netback

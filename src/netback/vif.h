@@ -14,6 +14,7 @@
 
 #include "netback/config.h"
 #include "netback/counters.h"
+#include "netback/ctrl_ring.h"
 #include "netback/queue.h"
 #include "netback/vif_context.h"
 #include "ring/netif.h"
@@ -105,6 +106,7 @@ class Vif {
   XenbusState be_state_ = XenbusState::kInitWait;
   XenbusState fe_state_ = XenbusState::kUnknown;
   std::vector<std::unique_ptr<Queue>> queues_;
+  std::unique_ptr<CtrlRing> ctrl_;  // while connected, when the frontend set one up
   bool split_ = false;
   std::shared_ptr<const BridgePort> port_;  // bridge mode, while connected
 

@@ -9,16 +9,21 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "netback/config.h"
 #include "netback/counters.h"
+#include "netback/hash.h"
+#include "netback/static_grants.h"
 #include "xpv/platform.h"
 
 namespace xpv::netback {
 
 class Bridge;
+class BridgeInbox;
 
 struct VifContext {
   VifContext(const Config& c, domid_t d, uint32_t h, const Mac& m, int wake)
@@ -49,6 +54,18 @@ struct VifContext {
   // port while connected (set before the workers start).
   Bridge* bridge = nullptr;
   uint64_t bridge_port = 0;
+
+  // RX hashing configured through the control ring (hash.h): written by
+  // the control ring's thread, read by every worker delivering a frame to
+  // this vif. Shared with the bridge's port (a worker still holding an old
+  // port table may read it after the vif is gone).
+  std::shared_ptr<HashState> hash = std::make_shared<HashState>();
+  // Loopback mode: every queue's inbox, by index (set before the workers
+  // start), for a frame the hash sends to another queue than its own.
+  std::vector<std::shared_ptr<BridgeInbox>> queue_inboxes;
+  // Static grants, one per queue (static_grants.h): created at connect
+  // before the queues and the control ring, cleared after both are gone.
+  std::vector<std::unique_ptr<StaticGrants>> static_grants;
 
   // xenvif_fatal_tx_err(): the vif is disabled and its queues stop serving.
   // The first reason is kept (written once, before fatal_state becomes 2).

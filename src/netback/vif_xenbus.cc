@@ -272,6 +272,38 @@ bool Vif::connect(XenStore& xs) {
   c.fatal_reported.store(false);
   c.stalled_queues.store(0);
 
+  // Static grant tables, one per queue, empty until the control ring
+  // registers pages.
+  c.static_grants.clear();
+  for (uint64_t i = 0; i < nq; ++i)
+    c.static_grants.push_back(std::make_unique<StaticGrants>());
+
+  // connect_ctrl_ring(): before the data rings, as Linux. No
+  // ctrl-ring-ref: the frontend has no control ring (hashing stays off).
+  std::unique_ptr<CtrlRing> ctrl;
+  Key ctrl_ref = cfg_.ctrl_ring ? read_key(xs, fe, "ctrl-ring-ref") : Key{};
+  if (ctrl_ref.present) {
+    Key ctrl_ev = read_key(xs, fe, "event-channel-ctrl");
+    if (!ctrl_ref.valid || !ctrl_ev.valid) {
+      fatal(xs, ctrl_ref.valid && ctrl_ev.present ? EINVAL : ENOENT,
+            format(ctrl_ref.valid ? "reading %s/event-channel-ctrl" : "reading %s/ctrl-ring-ref",
+                   fe.c_str()));
+      return false;
+    }
+    auto cr =
+        CtrlRing::create(c, dom0_, mapper_, static_cast<grant_ref_t>(ctrl_ref.value),
+                         static_cast<evtchn_port_t>(ctrl_ev.value), static_cast<uint32_t>(nq));
+    if (!cr) {
+      log_error("%s: control ring: %s", c.name.c_str(), cr.error().message.c_str());
+      fatal(xs, cr.error().code,
+            format("mapping shared-frame %llu port %llu",
+                   static_cast<unsigned long long>(ctrl_ref.value),
+                   static_cast<unsigned long long>(ctrl_ev.value)));
+      return false;
+    }
+    ctrl = std::move(*cr);
+  }
+
   std::vector<std::unique_ptr<Queue>> queues;
   bool split = false;
   for (uint32_t i = 0; i < nq; ++i) {
@@ -319,20 +351,33 @@ bool Vif::connect(XenStore& xs) {
   }
 
   queues_ = std::move(queues);
+  ctrl_ = std::move(ctrl);
   split_ = split;
+  c.queue_inboxes.clear();
   if (c.bridge) {
     // On the bridge before the workers start: they need their port's id,
     // and frames for them wait in their inboxes until they run.
     std::vector<std::shared_ptr<BridgeInbox>> rx;
     for (auto& q : queues_)
       rx.push_back(q->inbox());
-    port_ = c.bridge->attach(c.domid, c.handle, c.name, std::move(rx));
+    port_ = c.bridge->attach(c.domid, c.handle, c.name, std::move(rx), c.hash);
     c.bridge_port = port_->id;
+  } else if (cfg_.mode == Mode::kLoopback && ctrl_) {
+    // Loopback frames the hash steers to a sibling queue.
+    for (auto& q : queues_)
+      c.queue_inboxes.push_back(q->inbox());
   }
   for (auto& q : queues_) {
     Status s = q->start();
     if (s.failed()) {
       fatal(xs, s.code(), "starting queue workers: " + s.message());
+      return false;
+    }
+  }
+  if (ctrl_) {
+    Status s = ctrl_->start();
+    if (s.failed()) {
+      fatal(xs, s.code(), "starting the control ring: " + s.message());
       return false;
     }
   }
@@ -347,15 +392,21 @@ bool Vif::connect(XenStore& xs) {
       c.reconnect_threshold.store(std::max<uint64_t>(1, cfg_.fault_after));
     }
   }
-  log_info("%s: connected: %llu queue%s, %s event channel%s, sg %d, rx-notify %d, csum %d",
-           c.name.c_str(), static_cast<unsigned long long>(nq), nq == 1 ? "" : "s",
-           split ? "split" : "single", split ? "s" : "", c.can_sg, c.rx_notify, c.ip_csum);
+  log_info(
+      "%s: connected: %llu queue%s, %s event channel%s, sg %d, rx-notify %d, csum %d, "
+      "control ring %d",
+      c.name.c_str(), static_cast<unsigned long long>(nq), nq == 1 ? "" : "s",
+      split ? "split" : "single", split ? "s" : "", c.can_sg, c.rx_notify, c.ip_csum,
+      ctrl_ != nullptr);
   return true;
 }
 
 void Vif::disconnect() {
   fault_due_ns_ = 0;
-  if (queues_.empty()) return;
+  if (queues_.empty()) {
+    ctrl_.reset();
+    return;
+  }
   ctx_->reconnect_threshold.store(0);
   // Off the bridge first: other workers stop queueing for us (what they
   // still try is counted as dropped on their side).
@@ -374,6 +425,14 @@ void Vif::disconnect() {
     last_queues_.push_back(qc);
   }
   queues_.clear();  // unbinds and unmaps
+  ctx_->queue_inboxes.clear();
+  if (ctrl_) {
+    // xenvif_disconnect_ctrl(), after the data rings as in Linux.
+    ctrl_->stop();
+    closed_ += ctrl_->counters();
+    ctrl_.reset();  // unmaps the static grants: the workers are gone
+  }
+  ctx_->static_grants.clear();
   ctr_.disconnects.add();
   ctx_->stalled_queues.store(0);
   log_info("%s: disconnected", ctx_->name.c_str());
@@ -554,6 +613,7 @@ VifStats Vif::stats() const {
   s.split_evtchn = split_;
   s.total = ctr_.snapshot();
   s.total += closed_;
+  if (ctrl_) s.total += ctrl_->counters();
   if (queues_.empty()) {
     s.per_queue = last_queues_;
   } else {

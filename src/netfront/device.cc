@@ -18,7 +18,10 @@
 #include <mutex>
 
 #include "netfront/backend_keys.h"
+#include "netfront/ctrl_ring.h"
 #include "netfront/queue.h"
+#include "netfront/rss.h"
+#include "netfront/static_grants.h"
 #include "netfront/xenbus_keys.h"
 #include "util/log.h"
 #include "xpv/netfront.h"
@@ -350,10 +353,42 @@ class Device::Impl {
       acc.rx_dropped_staged += t.rx_dropped_staged;
       acc.tx_unanswered += t.tx_unanswered;
     }
+    static_refs_.clear();
+    if (ctrl_) {
+      EndAccessReport r = ctrl_->end_access();
+      acc.pages += r.pages;
+      acc.returned += r.ended;
+      acc.still_mapped += r.still_mapped;
+      acc.unknown += r.unknown ? r.pages : 0;
+      retire_ctrl();
+    }
+    rss_caps_.connected = false;
+    rss_caps_.mapping_size_max = 0;
     if (acc.pages) {
       std::lock_guard lk(mu_);
       account_ = acc;
     }
+  }
+
+  // The control ring's counters outlive it (they count since open).
+  void retire_ctrl() {
+    if (!ctrl_) return;
+    const CtrlCounters& c = ctrl_->counters();
+#define XPV_ADD(name, doc) ctrl_base_.name += c.name;
+    XPV_CTRL_COUNTERS(XPV_ADD)
+#undef XPV_ADD
+    ctrl_.reset();
+  }
+
+  CtrlCounters ctrl_counters() const {
+    CtrlCounters out = ctrl_base_;
+    if (ctrl_) {
+      const CtrlCounters& c = ctrl_->counters();
+#define XPV_ADD(name, doc) out.name += c.name;
+      XPV_CTRL_COUNTERS(XPV_ADD)
+#undef XPV_ADD
+    }
+    return out;
   }
 
   // Sets up every queue and writes our keys and state Connected in one
@@ -361,6 +396,11 @@ class Device::Impl {
   Status connect_keys() {
     XPV_TRY(read_info());
     XPV_TRY(check_features());
+    if (rss_.hash_types && !info_.features.ctrl_ring) {
+      return make_error(ENOTSUP, format("RSS is configured but backend %s no longer offers "
+                                        "feature-ctrl-ring",
+                                        info_.backend_path.c_str()));
+    }
     const bool split = cfg_.split_event_channels && info_.features.split_event_channels;
     info_.split_event_channels = split;
     info_.queues = cfg_.queues;
@@ -372,6 +412,15 @@ class Device::Impl {
     // Large receive takes multi-slot packets with a partial checksum.
     const bool rx_gso = cfg_.rx_gso && cfg_.rx_csum_offload;
     qf.rx_gso_types = rx_gso ? (1u << kGsoTcpV4) | (1u << kGsoTcpV6) : 0;
+    if (info_.features.ctrl_ring) {
+      auto cr = CtrlRing::create(*plat_, *sharer_, info_.backend_id, cfg_.ctrl_timeout_ms);
+      if (!cr) {
+        teardown_queues();
+        return make_error(cr.error().code, "setting up the control ring: " + cr.error().message);
+      }
+      ctrl_ = std::move(*cr);
+      qf.rx_hash = true;
+    }
     for (auto& q : queues_) {
       Status s = q->setup(*plat_, *sharer_, info_.backend_id, qf, wake_.get());
       if (s.failed()) {
@@ -385,6 +434,11 @@ class Device::Impl {
       keys.push_back(q->keys());
     XenbusKeys k{info_.frontend_path, keys, info_.features.sg || rx_gso, cfg_.rx_csum_offload,
                  rx_gso};
+    if (ctrl_) {
+      k.ctrl_ring = true;
+      k.ctrl_ring_ref = ctrl_->ring_ref();
+      k.ctrl_port = ctrl_->port();
+    }
     Status s = xs_transact(*xs_, [&](xs_transaction_t t) -> Status {
       XPV_TRY(remove_stale_keys(*xs_, t, info_.frontend_path));
       return write_frontend_keys(*xs_, t, k);
@@ -548,6 +602,23 @@ class Device::Impl {
       }
       case Phase::kWaitConnected:
         if (be == XenbusState::kConnected) {
+          if (!ctrl_) {
+            for (auto& q : queues_)
+              q->note_static_grants(false);
+          } else {
+            // The backend connected the control ring with the rest
+            // (netif.h); what it can do, then what was asked.
+            Status cs = connect_ctrl();
+            if (cs.failed()) {
+              if (ctrl_ && ctrl_->broken()) {
+                fatal_ = cs.error();
+                begin_close(cs.message());
+              } else {
+                fail(cs);
+              }
+              return;
+            }
+          }
           for (auto& q : queues_)
             q->start();
           set_phase(Phase::kConnected);
@@ -682,6 +753,81 @@ class Device::Impl {
     }
   }
 
+  // ---- the control ring: RSS ----------------------------------------------
+
+  Status connect_ctrl() {
+    auto caps = query_rss(*ctrl_);
+    if (!caps) return caps.error();
+    rss_caps_ = *caps;
+    if (!(rss_ == RssConfig{})) {
+      Status s = check_rss(rss_, cfg_.queues, rss_caps_.mapping_size_max);
+      if (s.failed()) return make_error(s.code(), "the RSS configuration: " + s.message());
+      s = apply_rss(*ctrl_, rss_);
+      if (s.failed()) return make_error(s.code(), "configuring RSS: " + s.message());
+    }
+    // Static grants: each queue's pools, when the backend maps grefs.
+    static_refs_.assign(queues_.size(), {});
+    for (size_t i = 0; i < queues_.size(); ++i) {
+      auto r = register_static_grants(*ctrl_, static_cast<uint32_t>(i), queues_[i]->pool_grants());
+      if (!r) return make_error(r.error().code, "registering static grants: " + r.error().message);
+      static_refs_[i] = std::move(*r);
+      queues_[i]->note_static_grants(!static_refs_[i].empty());
+    }
+    return {};
+  }
+
+  // Before we close an orderly connection: the backend unmaps what it
+  // mapped for us (DEL_GREF_MAPPING). A backend gone already unmapped them
+  // at its disconnect; whatever it still maps is kept at teardown.
+  void release_static_grants() {
+    for (size_t i = 0; i < static_refs_.size(); ++i) {
+      if (static_refs_[i].empty() || !ctrl_ || ctrl_->broken()) continue;
+      Status s = deregister_static_grants(*ctrl_, static_cast<uint32_t>(i), static_refs_[i]);
+      if (s.failed())
+        log_warn("vif %u: queue %zu: deregistering static grants: %s", cfg_.vif, i,
+                 s.message().c_str());
+      static_refs_[i].clear();
+    }
+  }
+
+  RssCapabilities rss_capabilities() const {
+    if (rss_caps_.connected) return rss_caps_;
+    RssCapabilities c;
+    c.available = info_.features.ctrl_ring;
+    if (c.available) {
+      c.hash_types = kHashTypesNetif;
+      c.key_size_max = kRssKeyMax;
+    }
+    return c;
+  }
+
+  Status set_rss(const RssConfig& cfg) {
+    const bool connected = phase_ == Phase::kConnected && ctrl_;
+    // Not connected: the backend's features as they are now (read again
+    // at connect).
+    if (!connected && xs_ && phase_ != Phase::kPlatformLost) (void)read_info();
+    if (cfg.hash_types && !info_.features.ctrl_ring) {
+      return make_error(ENOTSUP, format("backend %s does not offer feature-ctrl-ring: no RSS there",
+                                        info_.backend_path.c_str()));
+    }
+    XPV_TRY(check_rss(cfg, cfg_.queues, connected ? rss_caps_.mapping_size_max : 0));
+    if (connected && cfg.hash_types & ~rss_caps_.hash_types) {
+      return make_error(ENOTSUP,
+                        format("hash types 0x%x: backend %s hashes only 0x%x "
+                               "(GET_HASH_FLAGS)",
+                               cfg.hash_types, info_.backend_path.c_str(), rss_caps_.hash_types));
+    }
+    if (connected) {
+      Status s = apply_rss(*ctrl_, cfg);
+      if (s.failed()) {
+        if (ctrl_->broken()) begin_close(s.message());
+        return s;
+      }
+    }
+    rss_ = cfg;
+    return {};
+  }
+
   // ---- multicast filtering in the backend ---------------------------------
 
   Status set_multicast_filter(bool on, std::span<const MacAddr> groups) {
@@ -760,6 +906,7 @@ class Device::Impl {
     if (phase_ == Phase::kConnected) {
       for (auto& q : queues_)
         q->drain_tx(1000);
+      release_static_grants();
     }
     if (xs_ && (phase_ == Phase::kConnected || phase_ == Phase::kWaitConnected ||
                 phase_ == Phase::kClosing)) {
@@ -806,6 +953,15 @@ class Device::Impl {
   bool mc_on_ = false;
   std::vector<MacAddr> mc_groups_;
   std::vector<MacAddr> mc_applied_;
+  // The control ring of the live connection (feature-ctrl-ring), what RSS
+  // was asked and what the backend answered it can do.
+  std::unique_ptr<CtrlRing> ctrl_;
+  CtrlCounters ctrl_base_;  // counts of the rings of earlier connections
+  RssConfig rss_;
+  RssCapabilities rss_caps_;
+  // Per queue: the grefs the backend maps for it (static grants), empty in
+  // grant-copy mode.
+  std::vector<std::vector<grant_ref_t>> static_refs_;
   bool mc_requested_ = false;  // request-multicast-control=1 written
   bool ever_connected_ = false;
   uint64_t reconnects_ = 0;
@@ -876,6 +1032,19 @@ uint64_t Device::reconnects() const {
 }
 Status Device::set_multicast_filter(bool on, std::span<const MacAddr> groups) {
   return impl_->set_multicast_filter(on, groups);
+}
+
+Status Device::set_rss(const RssConfig& cfg) {
+  return impl_->set_rss(cfg);
+}
+const RssConfig& Device::rss() const {
+  return impl_->rss_;
+}
+RssCapabilities Device::rss_capabilities() const {
+  return impl_->rss_capabilities();
+}
+CtrlCounters Device::ctrl_counters() const {
+  return impl_->ctrl_counters();
 }
 
 Device::TeardownAccount Device::teardown_account() const {

@@ -54,6 +54,7 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend,
   c->tx_gso_types = f.tx_gso_types;
   c->rx_gso_types = f.rx_gso_types;
   if (f.rx_gso_types) c->rx_extra_types |= 1u << netif::kExtraTypeGso;
+  if (f.rx_hash) c->rx_extra_types |= 1u << netif::kExtraTypeHash;
   wake_fd_ = wake_fd;
   broken_.store(false);
   {
@@ -457,6 +458,16 @@ bool QueueImpl::rx_monitor(Queue::RxMonitor* out) {
   }
   leave();
   return ok;
+}
+
+QueueImpl::PoolGrants QueueImpl::pool_grants() const {
+  PoolGrants g;
+  if (!conn_) return g;
+  const BufferPool& tp = *conn_->tx_pool;
+  const BufferPool& rp = *conn_->rx_pool;
+  g.tx.assign(tp.refs(), tp.refs() + tp.size());
+  g.rx.assign(rp.refs(), rp.refs() + rp.size());
+  return g;
 }
 
 QueueImpl::Accounting QueueImpl::accounting() const {

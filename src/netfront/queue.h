@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "evtchn/late_eoi.h"
 #include "grant/buffer_pool.h"
@@ -62,6 +63,7 @@ struct QueueFeatures {
   bool sg = false;           // the backend takes multi-slot packets (feature-sg)
   uint8_t tx_gso_types = 0;  // bit per XEN_NETIF_GSO_TYPE_*: the backend's feature-gso-tcpv4/-v6
   uint8_t rx_gso_types = 0;  // the same for the GSO packets we said we take (DeviceConfig::rx_gso)
+  bool rx_hash = false;  // a control ring is connected: XEN_NETIF_EXTRA_TYPE_HASH extras may come
 };
 
 struct QueueTeardown {
@@ -147,6 +149,19 @@ class QueueImpl {
   };
   Accounting accounting() const;  // all zero when not connected
 
+  // The grants of both buffer pools of the live connection (static grants:
+  // the backend may map them once), TX pages read-only for the backend.
+  struct PoolGrants {
+    std::vector<grant_ref_t> tx;
+    std::vector<grant_ref_t> rx;
+  };
+  PoolGrants pool_grants() const;
+  // Which mode this connection runs in (counted: static_grant_connections
+  // or grant_copy_connections).
+  void note_static_grants(bool on) {
+    count(on ? kCounter_static_grant_connections : kCounter_grant_copy_connections);
+  }
+
   // For tests and the fuzz target: the live connection's shared ring pages.
   netif::TxFrontRing* tx_ring();
   netif::RxFrontRing* rx_ring();
@@ -178,6 +193,8 @@ class QueueImpl {
     uint32_t len;
     uint16_t gso_size;
     uint8_t gso_type;
+    uint8_t hash_type;  // RxPacket::hash_type
+    uint32_t hash;
   };
 
   // The data path's lock: transmit and receive of one queue may run on

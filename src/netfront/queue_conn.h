@@ -28,7 +28,9 @@ struct QueueImpl::Conn {
   uint8_t rx_gso_types = 0;  // QueueFeatures::rx_gso_types
   // RX extra-info types (bit per XEN_NETIF_EXTRA_TYPE_*) that what we
   // negotiated allows the backend to send: GSO when we wrote a
-  // feature-gso-* key; anything else is a violation.
+  // feature-gso-* key, HASH when a control ring is connected (netif.h: the
+  // backend sends it once hashing is configured); anything else is a
+  // violation.
   uint32_t rx_extra_types = 0;
 
   // TX: per pool slot (== request id).
@@ -62,6 +64,8 @@ struct QueueImpl::Conn {
   uint32_t asm_len = 0;
   uint16_t asm_gso_size = 0;  // its GSO extra, if one came
   uint8_t asm_gso_type = 0;
+  uint8_t asm_hash_type = 0;  // its HASH extra, if one came (RxPacket::hash_type)
+  uint32_t asm_hash = 0;
   uint8_t asm_extras = 0;  // extra-info slots it had
   bool extra_pending = false;
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "netfront/queue_conn.h"
+#include "netfront/ctrl_ring.h"
 
 namespace xpv {
 
@@ -52,7 +53,8 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
         const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
         frags[f] = {pool.data(fr.slot) + fr.offset, fr.len};
       }
-      const RxPacket pkt{frags, s.nfrags, s.len, s.flags, s.gso_type, s.gso_size};
+      const RxPacket pkt{frags,      s.nfrags,   s.len,       s.flags,
+                         s.gso_type, s.gso_size, s.hash_type, s.hash};
       if (!fn(ctx, pkt)) return false;
       for (uint16_t f = 0; f < s.nfrags; ++f) {
         pool.free(c.frags[(s.first_frag + f) % kRxPoolSlots].slot);
@@ -167,7 +169,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
         dmax = dn;  // the caller is full, or this packet is staged: stage the rest
         const uint32_t f = c.frag_head++;
         c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
-        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len, 0, 0};
+        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len, 0, 0, 0, 0};
         continue;
       }
       if (!rx_slow(idx, r, slot)) {
@@ -221,6 +223,27 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       }
       c.asm_gso_type = e.u.gso.type;
       c.asm_gso_size = e.u.gso.size;
+    } else if (e.type == netif::kExtraTypeHash) {
+      // netif.h XEN_NETIF_EXTRA_TYPE_HASH: type is one of the
+      // _XEN_NETIF_CTRL_HASH_TYPE_* bit numbers, algorithm the one
+      // configured (Toeplitz, the only one netif.h defines), value the
+      // 32-bit hash in the frontend's byte order (Linux netback's rx.c).
+      if (e.u.hash.type > netif::kCtrlHashTypeIpv6TcpBit) {
+        protocol_violation(
+            "RX HASH extra at ring index %u has hash type %u; netif.h defines 0..3 "
+            "(_XEN_NETIF_CTRL_HASH_TYPE_*)",
+            idx, e.u.hash.type);
+        return false;
+      }
+      if (e.u.hash.algorithm != netif::kCtrlHashAlgorithmToeplitz) {
+        protocol_violation(
+            "RX HASH extra at ring index %u names hash algorithm %u; only Toeplitz (1) can be "
+            "configured",
+            idx, e.u.hash.algorithm);
+        return false;
+      }
+      c.asm_hash_type = static_cast<uint8_t>(1u << e.u.hash.type);
+      std::memcpy(&c.asm_hash, e.u.hash.value, sizeof c.asm_hash);
     }
     c.extra_pending = (e.flags & netif::kExtraFlagMore) != 0;
   } else {
@@ -239,7 +262,7 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       c.rx_pool->free(slot);
       protocol_violation(
           "RX response at ring index %u has NETRXF_extra_info, but no extra-info type was "
-          "negotiated (no feature-gso-* written)",
+          "negotiated (no feature-gso-* written, no control ring)",
           idx);
       return false;
     }
@@ -259,6 +282,8 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       c.asm_flags = r.flags;
       c.asm_gso_type = 0;
       c.asm_gso_size = 0;
+      c.asm_hash_type = 0;
+      c.asm_hash = 0;
       c.asm_extras = 0;
     }
     if (r.status < 0) {
@@ -287,8 +312,9 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       c.frag_head = c.asm_first;
       count(c.asm_error_status ? kCounter_rx_errors : kCounter_rx_dropped);
     } else {
-      c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first, c.asm_nfrags,   c.asm_flags,
-                                                  c.asm_len,   c.asm_gso_size, c.asm_gso_type};
+      c.staged[c.staged_head++ % kRxPoolSlots] = {c.asm_first,     c.asm_nfrags,   c.asm_flags,
+                                                  c.asm_len,       c.asm_gso_size, c.asm_gso_type,
+                                                  c.asm_hash_type, c.asm_hash};
     }
   }
   return true;

@@ -83,6 +83,12 @@ Status write_frontend_keys(XenStore& xs, xs_transaction_t t, const XenbusKeys& k
   XPV_TRY(xs.write(t, fe + "/feature-ipv6-csum-offload", k.rx_csum ? "1" : "0"));
   XPV_TRY(xs.write(t, fe + "/feature-gso-tcpv4", k.rx_gso ? "1" : "0"));
   XPV_TRY(xs.write(t, fe + "/feature-gso-tcpv6", k.rx_gso ? "1" : "0"));
+  if (k.ctrl_ring) {
+    // netif.h: "These keys must be set before the frontend moves into the
+    // connected state" (same transaction).
+    XPV_TRY(xs.write(t, fe + "/ctrl-ring-ref", std::to_string(k.ctrl_ring_ref)));
+    XPV_TRY(xs.write(t, fe + "/event-channel-ctrl", std::to_string(k.ctrl_port)));
+  }
   return xs.write(t, fe + "/state", "4");  // XenbusStateConnected
 }
 

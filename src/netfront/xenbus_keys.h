@@ -19,6 +19,11 @@ struct XenbusKeys {
   bool sg = false;       // feature-sg: we take multi-slot packets
   bool rx_csum = false;  // we take partial checksums (no feature-no-csum-offload)
   bool rx_gso = false;   // feature-gso-tcpv4/-tcpv6: we take GSO packets
+  // The control ring (netif.h: ctrl-ring-ref, event-channel-ctrl), when
+  // the backend offers feature-ctrl-ring.
+  bool ctrl_ring = false;
+  grant_ref_t ctrl_ring_ref = 0;
+  evtchn_port_t ctrl_port = 0;
 };
 
 // Removes every key a netfront (ours or Linux's) may have written.

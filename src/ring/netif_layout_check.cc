@@ -12,6 +12,7 @@
 #include <xen/io/xenbus.h>
 
 #include "ring/netif.h"
+#include "ring/netif_ctrl.h"
 
 namespace xpv::netif {
 namespace {
@@ -98,6 +99,47 @@ static_assert(static_cast<int>(XenbusState::kConnected) == XenbusStateConnected)
 static_assert(static_cast<int>(XenbusState::kClosing) == XenbusStateClosing);
 static_assert(static_cast<int>(XenbusState::kClosed) == XenbusStateClosed);
 static_assert(static_cast<int>(XenbusState::kReconfigured) == XenbusStateReconfigured);
+
+// The control ring (ring/netif_ctrl.h).
+using XenCtrlRequest = struct xen_netif_ctrl_request;
+using XenCtrlResponse = struct xen_netif_ctrl_response;
+using XenGref = struct xen_netif_gref;
+static_assert(sizeof(CtrlRequest) == sizeof(struct xen_netif_ctrl_request));
+XPV_SAME_FIELD(CtrlRequest, XenCtrlRequest, id);
+XPV_SAME_FIELD(CtrlRequest, XenCtrlRequest, type);
+XPV_SAME_FIELD(CtrlRequest, XenCtrlRequest, data);
+static_assert(sizeof(CtrlResponse) == sizeof(struct xen_netif_ctrl_response));
+XPV_SAME_FIELD(CtrlResponse, XenCtrlResponse, id);
+XPV_SAME_FIELD(CtrlResponse, XenCtrlResponse, type);
+XPV_SAME_FIELD(CtrlResponse, XenCtrlResponse, status);
+XPV_SAME_FIELD(CtrlResponse, XenCtrlResponse, data);
+static_assert(sizeof(CtrlGref) == sizeof(struct xen_netif_gref));
+XPV_SAME_FIELD(CtrlGref, XenGref, ref);
+XPV_SAME_FIELD(CtrlGref, XenGref, flags);
+XPV_SAME_FIELD(CtrlGref, XenGref, status);
+static_assert(sizeof(CtrlFrontRing::Entry) == sizeof(union xen_netif_ctrl_sring_entry));
+static_assert(CtrlFrontRing::kSize == __CONST_RING_SIZE(xen_netif_ctrl, 1UL << XEN_PAGE_SHIFT));
+static_assert(kCtrlTypeGetHashFlags == XEN_NETIF_CTRL_TYPE_GET_HASH_FLAGS);
+static_assert(kCtrlTypeSetHashFlags == XEN_NETIF_CTRL_TYPE_SET_HASH_FLAGS);
+static_assert(kCtrlTypeSetHashKey == XEN_NETIF_CTRL_TYPE_SET_HASH_KEY);
+static_assert(kCtrlTypeGetHashMappingSize == XEN_NETIF_CTRL_TYPE_GET_HASH_MAPPING_SIZE);
+static_assert(kCtrlTypeSetHashMappingSize == XEN_NETIF_CTRL_TYPE_SET_HASH_MAPPING_SIZE);
+static_assert(kCtrlTypeSetHashMapping == XEN_NETIF_CTRL_TYPE_SET_HASH_MAPPING);
+static_assert(kCtrlTypeSetHashAlgorithm == XEN_NETIF_CTRL_TYPE_SET_HASH_ALGORITHM);
+static_assert(kCtrlTypeGetGrefMappingSize == XEN_NETIF_CTRL_TYPE_GET_GREF_MAPPING_SIZE);
+static_assert(kCtrlTypeAddGrefMapping == XEN_NETIF_CTRL_TYPE_ADD_GREF_MAPPING);
+static_assert(kCtrlTypeDelGrefMapping == XEN_NETIF_CTRL_TYPE_DEL_GREF_MAPPING);
+static_assert(kCtrlStatusSuccess == XEN_NETIF_CTRL_STATUS_SUCCESS);
+static_assert(kCtrlStatusNotSupported == XEN_NETIF_CTRL_STATUS_NOT_SUPPORTED);
+static_assert(kCtrlStatusInvalidParameter == XEN_NETIF_CTRL_STATUS_INVALID_PARAMETER);
+static_assert(kCtrlStatusBufferOverflow == XEN_NETIF_CTRL_STATUS_BUFFER_OVERFLOW);
+static_assert(kCtrlHashAlgorithmNone == XEN_NETIF_CTRL_HASH_ALGORITHM_NONE);
+static_assert(kCtrlHashAlgorithmToeplitz == XEN_NETIF_CTRL_HASH_ALGORITHM_TOEPLITZ);
+static_assert(kCtrlHashTypeIpv4Bit == _XEN_NETIF_CTRL_HASH_TYPE_IPV4);
+static_assert(kCtrlHashTypeIpv4TcpBit == _XEN_NETIF_CTRL_HASH_TYPE_IPV4_TCP);
+static_assert(kCtrlHashTypeIpv6Bit == _XEN_NETIF_CTRL_HASH_TYPE_IPV6);
+static_assert(kCtrlHashTypeIpv6TcpBit == _XEN_NETIF_CTRL_HASH_TYPE_IPV6_TCP);
+static_assert(kCtrlGrefReadonly == XEN_NETIF_CTRLF_GREF_readonly);
 
 #undef XPV_SAME_FIELD
 

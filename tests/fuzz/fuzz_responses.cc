@@ -19,11 +19,13 @@
 // Offloads and multicast filter changes: packets with partial checksums and
 // TSO (a GSO extra-info slot whose NETIF_RSP_NULL answer is positional),
 // dummy requests with MCAST_ADD/DEL extras, RX responses with checksum
-// flags and extra-info slots (GSO extras when negotiated, anything else).
+// flags and extra-info slots (GSO extras when negotiated, HASH extras with a
+// control ring, anything else).
 //
 // Input: one byte of set-up (bit 0 split event channels, bit 1 event mode,
 // bit 2 a backend without feature-sg, bits 3-4 the backend's
-// feature-gso-tcpv4/-v6, bit 5 we took GSO packets (rx_gso)), then steps of
+// feature-gso-tcpv4/-v6, bit 5 we took GSO packets (rx_gso), bit 6 a control
+// ring is connected (HASH extras may come)), then steps of
 // one opcode byte and its operands; missing bytes read as 0.
 #include <cstdint>
 #include <cstdio>
@@ -176,8 +178,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool sg = !(setup & 4);
   const auto tx_gso = static_cast<uint8_t>((setup >> 3 & 3) << 1);  // bits 1, 2: TCPV4, TCPV6
   const auto rx_gso = static_cast<uint8_t>(setup & 0x20 ? 6 : 0);
-  if (Status s = q->setup(*w.domu, *w.sharer, kDom0, QueueFeatures{split, sg, tx_gso, rx_gso},
-                          w.wake.get());
+  const bool rx_hash = setup & 0x40;
+  if (Status s = q->setup(*w.domu, *w.sharer, kDom0,
+                          QueueFeatures{split, sg, tx_gso, rx_gso, rx_hash}, w.wake.get());
       s.failed())
     harness_failed("queue setup", s.message());
   // The backend's ends of the channel(s), so that it can notify.
@@ -392,10 +395,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             flags, static_cast<int16_t>(in.u16() % 4200)};
         std::memcpy(&rxe[prod & 255].rsp, &r, sizeof r);
         netif::ExtraInfo x{};
-        x.type = o & 0x80 ? in.u8() : netif::kExtraTypeGso;
+        x.type = o & 0x80 ? in.u8() : o & 0x20 ? netif::kExtraTypeHash : netif::kExtraTypeGso;
         x.flags = o & 0x40 ? netif::kExtraFlagMore : 0;
-        x.u.gso.size = in.u16();
-        x.u.gso.type = static_cast<uint8_t>(in.u8() % 4);
+        if (x.type == netif::kExtraTypeHash) {
+          // type (0..3 valid), algorithm (1 valid), the 32-bit value
+          x.u.hash.type = static_cast<uint8_t>(in.u8() % 5);
+          x.u.hash.algorithm = static_cast<uint8_t>(in.u8() % 3);
+          const uint16_t lo = in.u16(), hi = in.u16();
+          std::memcpy(x.u.hash.value, &lo, 2);
+          std::memcpy(x.u.hash.value + 2, &hi, 2);
+        } else {
+          x.u.gso.size = in.u16();
+          x.u.gso.type = static_cast<uint8_t>(in.u8() % 4);
+        }
         std::memcpy(&rxe[(prod + 1) & 255].rsp, &x, sizeof x);
         rxh->rsp_prod = prod + 2;
         break;

@@ -3,7 +3,8 @@
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
 # Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
 # offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
-# alone, also part of pmd), features (the NIC features table against the driver).
+# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), features (the NIC
+# features table against the driver).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=build
@@ -59,6 +60,14 @@ if [[ $ONLY == offload ]]; then
   source tests/integration/offload.sh
   check_offloads
 fi
+if [[ $ONLY == pmd-rss ]]; then
+  source scripts/pmd-path.sh
+  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
+  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
+  source tests/integration/testpmd_session.sh
+  source tests/integration/pmd_rss.sh
+  check_pmd_rss
+fi
 if [[ $ONLY == pmd-offload ]]; then
   source scripts/pmd-path.sh
   PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
@@ -78,6 +87,8 @@ if want pmd; then
     source tests/integration/pmd_offload.sh
     check_pmd_offloads
     source tests/integration/control.sh
+    source tests/integration/pmd_rss.sh
+    check_pmd_rss
     if [[ -f tests/integration/hostile_xenstore.sh ]]; then
       source tests/integration/hostile_xenstore.sh
       check_hostile_pmd
