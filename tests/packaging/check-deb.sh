@@ -188,6 +188,17 @@ fi
 kill -TERM $NB 2>/dev/null
 wait $NB 2>/dev/null
 
+# ---- the installed xpv-bind: runs with the system's python3 and, on this host (no Xen), refuses
+# naming the cause
+bind_out=$(/usr/bin/xpv-bind --status 2>&1)
+bind_rc=$?
+if [[ $(dpkg -S /usr/bin/xpv-bind 2>/dev/null) == xpv-tools:* ]] && ((bind_rc == 1)) &&
+  [[ $bind_out == *"not in a Xen guest"* ]]; then
+  pass deb-xpv-bind "/usr/bin/xpv-bind from xpv-tools: --status outside Xen exits 1 with '$bind_out'"
+else
+  fail deb-xpv-bind "/usr/bin/xpv-bind: $(dpkg -S /usr/bin/xpv-bind 2>&1), exit $bind_rc, said '$bind_out'"
+fi
+
 # ---- the installed libxpv: the sim client, none of the simulator
 so=$(dpkg -L libxpv0 | grep 'libxpv\.so\.[0-9]*$' | head -1)
 nm -D --defined-only "$so" | c++filt >"$RUN/libxpv.syms"
