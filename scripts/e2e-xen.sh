@@ -18,11 +18,27 @@ for f in "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/
   "$BUILD/drivers/net_xenpv/librte_net_xenpv.so"; do
   [[ -e $f ]] || { echo "CHECK e2e-payload FAIL $f is missing (make build)"; exit 1; }
 done
+# The domUs install our Debian packages (the PMD and xpv-bind come from them, as for a user):
+# those of make deb (make test's packaging suite makes them first), built again here when
+# missing or older than the build's PMD or tools.
+DEB_PKGS=(libxpv0 dpdk-pmd-xenpv xpv-tools)
+debs_fresh() {
+  local p f
+  for p in "${DEB_PKGS[@]}"; do
+    f=$(ls "$BUILD"/deb/"${p}"_*.deb 2>/dev/null | head -1)
+    [[ -n $f && $f -nt $BUILD/drivers/net_xenpv/librte_net_xenpv.so && $f -nt $BUILD/tools/xpv-bind &&
+      $f -nt $BUILD/src/netback/xpv-netback ]] || return 1
+  done
+}
+if ! debs_fresh; then
+  echo "e2e-xen: building the Debian packages (scripts/build-deb.sh)"
+  scripts/build-deb.sh --build "$BUILD" || { echo "CHECK e2e-payload FAIL make deb failed"; exit 1; }
+fi
 PAYLOAD=$(mktemp -d /var/tmp/xpv-payload.XXXXXX)
 trap 'rm -rf "$PAYLOAD"' EXIT
-mkdir -p "$PAYLOAD/bin" "$PAYLOAD/lib"
-cp "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" "$BUILD/tools/xpv-bind" "$PAYLOAD/bin/"
-cp "$BUILD/drivers/net_xenpv/librte_net_xenpv.so" "$PAYLOAD/lib/"
+mkdir -p "$PAYLOAD/bin" "$PAYLOAD/debs"
+cp "$BUILD/tests/xpv-tests" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" "$PAYLOAD/bin/"
+for p in "${DEB_PKGS[@]}"; do cp "$BUILD"/deb/"${p}"_*.deb "$PAYLOAD/debs/"; done
 cp -r e2e/xen/checks "$PAYLOAD/checks"
 # The domUs dom0 runs, in order (default "pv pvh hvm"; "pv pvh" leaves HVM out, about 9 minutes less).
 if [[ -n ${XPV_E2E_GUEST_TYPES:-} ]]; then

@@ -137,7 +137,7 @@ check_l3fwd_power_reattach() {
 # crash_tp_start LOG: a non-interactive testpmd sending txonly on vif 1 (prints its pid).
 crash_tp_start() {
     stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix crash --lcores=0@0,1@0 \
-        -d "$PMD" --vdev "net_xenpv0,vif=1" -- --forward-mode=txonly --auto-start \
+        --vdev "net_xenpv0,vif=1" -- --forward-mode=txonly --auto-start \
         --stats-period 5 --total-num-mbufs=2048 >"$1" 2>&1 </dev/null &
     echo $!
 }
@@ -172,9 +172,9 @@ check_app_sigkill_restart() {
     # The kernel netfront takes the vif back: xpv-bind (it sets the Closed vif back to
     # Initialising, as Linux's xenbus probes a fresh device, binds it, waits for the netdev).
     [[ $(xenstore-read device/vif/1/state) == 6 ]] || fail "after testpmd quit, vif 1 frontend state $(xenstore-read device/vif/1/state) (want Closed)"
-    out=$("$BIN/xpv-bind" --bind vif-1 2>&1) || fail "xpv-bind --bind vif-1 after the restarted testpmd quit: exit $?: $out"
+    out=$("$XPV_BIND" --bind vif-1 2>&1) || fail "xpv-bind --bind vif-1 after the restarted testpmd quit: exit $?: $out"
     ifc=$(xpv_vif_netdev 1) || fail "xpv-bind said '$out', but vif 1 has no netdev"
-    bound=$("$BIN/xpv-bind" --status 2>&1)
+    bound=$("$XPV_BIND" --status 2>&1)
     sed -n "/xen-netfront\$/,/^\$/p" <<<"$bound" | grep -q "^vif-1 mac=$VIF1_MAC if=$ifc state=Connected(4) " ||
         fail "after --bind vif-1, --status does not list it under xen-netfront as $ifc: $bound"
     xpv_xs_wait "$be/state" 4 60 || fail "xen-netfront on vif 1: backend state $(xenstore-read "$be/state")"
@@ -185,11 +185,11 @@ check_app_sigkill_restart() {
     c1=$(xpv_dom0 vif_counts 1)
     # Hand vif 1 back for the checks after this one (they connect net_xenpv to it again):
     # xpv-bind refuses while it is up and routed, unbinds it once it is not.
-    refused=$("$BIN/xpv-bind" --unbind vif-1 2>&1)
+    refused=$("$XPV_BIND" --unbind vif-1 2>&1)
     local refused_rc=$?
     ip addr del "$ICMPECHO_IP/24" dev "$ifc"
     ip link set "$ifc" down
-    unbound=$("$BIN/xpv-bind" --unbind vif-1 2>&1) || fail "xpv-bind --unbind vif-1 ($ifc down): exit $?: $unbound"
+    unbound=$("$XPV_BIND" --unbind vif-1 2>&1) || fail "xpv-bind --unbind vif-1 ($ifc down): exit $?: $unbound"
     xpv_xs_wait device/vif/1/state 6 30 || fail "vif 1 frontend state $(xenstore-read device/vif/1/state) after unbinding xen-netfront"
     ((refused_rc == 1)) && grep -q "^Error: vif-1 is $ifc, which is up, routed" <<<"$refused" ||
         fail "xpv-bind --unbind vif-1 while $ifc had $ICMPECHO_IP: exit $refused_rc, '$refused'"

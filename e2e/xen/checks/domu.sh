@@ -7,7 +7,10 @@
 # served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
 # for a while, to leave the stale keys of an unbound netfront behind).
 #
-# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,xpv-bind,l3fwd-power}, /xpv/lib/librte_net_xenpv.so.
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
+# xpv-tools: make deb). The domU installs the packages (check packages-installed), as a user
+# would: testpmd and l3fwd-power then find net_xenpv in EAL's driver directory without -d, and
+# xpv-bind is the installed /usr/bin/xpv-bind.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -17,7 +20,7 @@ set -u
 . "$(dirname "$0")/tcp.sh"
 
 BIN=/xpv/bin
-PMD=/xpv/lib/librte_net_xenpv.so
+XPV_BIND=/usr/bin/xpv-bind   # from xpv-tools (check packages-installed)
 DOMU_IP=10.99.0.2      # kernel netfront on vif 0
 ICMPECHO_IP=10.99.0.3  # answered by testpmd icmpecho over net_xenpv on vif 1 (any IP would do)
 VIF1_MAC=00:16:3e:00:00:11
@@ -47,10 +50,23 @@ check_payload_mounted() {
     while read -r dev mnt fs opts _; do
         [[ $mnt == /xpv ]] || continue
         [[ ,$opts, == *,ro,* ]] || fail "/xpv ($dev) is mounted $opts"
-        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -x $BIN/xpv-bind && -e $PMD ]] || fail "payload lacks our binaries: ${entries[*]}"
+        local debs=(/xpv/debs/*.deb)
+        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && ${#debs[@]} == 3 && -e ${debs[0]} ]] ||
+            fail "payload lacks our binaries or its 3 packages: ${entries[*]} ${debs[*]}"
         pass "$dev $fs ro: ${entries[*]#/xpv/}"
     done < /proc/mounts
     fail "/xpv is not mounted"
+}
+
+# Our Debian packages (make deb) installed with dpkg, as a user installs them: the PMD lands in
+# the directory EAL loads drivers from (RTE_EAL_PMD_PATH), so no check passes -d.
+check_packages_installed() {
+    local debs=(/xpv/debs/*.deb) so pkgs
+    dpkg -i "${debs[@]}" >"$XPV_RUN_DIR/dpkg.log" 2>&1 || fail "dpkg -i ${debs[*]##*/}: $(tail -n 3 "$XPV_RUN_DIR/dpkg.log")"
+    so=$(dpkg -L dpdk-pmd-xenpv | grep -m1 'librte_net_xenpv\.so$') || fail "dpdk-pmd-xenpv installed no librte_net_xenpv.so"
+    [[ -x $XPV_BIND ]] || fail "xpv-tools installed no $XPV_BIND"
+    pkgs=$(dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' libxpv0 dpdk-pmd-xenpv xpv-tools | tr '\n' ',')
+    pass "${pkgs%,}; the PMD at $so"
 }
 
 check_xen_devices() {
@@ -174,14 +190,14 @@ check_xpv_bind() {
     # more than it holds, then put back.
     limit0=$(<"$limit_path")
     queues=$((limit0 / 514 + 1))
-    out=$("$BIN/xpv-bind" --prepare --queues "$queues" --set-grant-limit 2>&1)
+    out=$("$XPV_BIND" --prepare --queues "$queues" --set-grant-limit 2>&1)
     rc=$?
     prep="gntalloc limit $limit0 -> $(<"$limit_path") for $queues queues"
     echo "$limit0" >"$limit_path"
     ((rc == 0)) && [[ $(<"$limit_path") == "$limit0" ]] || fail "--prepare --queues $queues --set-grant-limit: exit $rc, $prep: $out"
     grep -q "^xenfs: mounted at /proc/xen$" <<<"$out" && grep -q "^grants: gntalloc limit $((queues * 514)), $queues queue(s) need $((queues * 514))" <<<"$out" ||
         fail "--prepare said: $out"
-    out=$("$BIN/xpv-bind" --status 2>&1) || fail "--status: exit $?: $out"
+    out=$("$XPV_BIND" --status 2>&1) || fail "--status: exit $?: $out"
     sed 's/^/    /' <<<"$out"
     eth0=$(xpv_vif_netdev 0) || fail "no kernel netdev for vif 0"
     xpv_bind_section "$out" "xen-netfront" | grep -q "^vif-0 mac=00:16:3e:00:00:10 if=$eth0 state=Connected(4) .* \*Active\*$" ||
@@ -189,7 +205,7 @@ check_xpv_bind() {
     xpv_bind_section "$out" "held by nobody" | grep -q "^vif-1 mac=$VIF1_MAC state=Closed(6)" ||
         fail "--status does not list vif-1 (left Closed) under nobody"
     # vif 0 carries the domU's address: refused, and left alone.
-    out=$("$BIN/xpv-bind" --unbind vif-0 2>&1)
+    out=$("$XPV_BIND" --unbind vif-0 2>&1)
     rc=$?
     ((rc == 1)) && grep -q "^Error: vif-0 is $eth0, which is up, routed" <<<"$out" ||
         fail "--unbind vif-0 ($eth0, $DOMU_IP): exit $rc, '$out'"
@@ -201,10 +217,10 @@ check_xpv_bind() {
 check_xpv_bind_userspace() {
     local out rc
     [[ -n $TP_PID ]] || fail "no testpmd"
-    out=$("$BIN/xpv-bind" --status 2>&1) || fail "--status: exit $?: $out"
+    out=$("$XPV_BIND" --status 2>&1) || fail "--status: exit $?: $out"
     xpv_bind_section "$out" "no kernel driver)" | grep -q "^vif-1 mac=$VIF1_MAC state=Connected(4) .*state=Connected(4)$" ||
         fail "with testpmd on vif 1, --status does not list it under userspace: $out"
-    out=$("$BIN/xpv-bind" --bind vif-1 2>&1)
+    out=$("$XPV_BIND" --bind vif-1 2>&1)
     rc=$?
     ((rc == 1)) && grep -q "^Error: vif-1 is held by a userspace frontend" <<<"$out" || fail "--bind vif-1 under testpmd: exit $rc, '$out'"
     [[ $(xenstore-read device/vif/1/state) == 4 && ! -e /sys/bus/xen/drivers/vif/vif-1 ]] || fail "a refused --bind vif-1 touched it"
@@ -257,7 +273,7 @@ tp_start() {
     mkfifo "$TP_FIFO"
     exec 7<>"$TP_FIFO"
     # One vCPU: testpmd needs two lcores, both on CPU 0. stdbuf: output as it happens.
-    stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --lcores=0@0,1@0 -d "$PMD" \
+    stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --lcores=0@0,1@0 \
         --vdev "net_xenpv0,vif=1" --vdev "net_af_packet0,iface=$eth0" -- -i \
         --total-num-mbufs=8192 --port-topology=loop <&7 >"$TP_LOG" 2>&1 &
     TP_PID=$!
@@ -637,7 +653,7 @@ L3_PID=
 l3fwd_start() {
     local bin=$BIN/l3fwd-power
     [[ -x $bin ]] || { echo "$bin is not in the payload"; return 1; }
-    stdbuf -oL -eL "$bin" --no-huge -m 256 --no-pci --file-prefix l3fwd -l 0 -d "$PMD" \
+    stdbuf -oL -eL "$bin" --no-huge -m 256 --no-pci --file-prefix l3fwd -l 0 \
         --vdev net_xenpv0,vif=1 --log-level=user1:info -- -p 0x1 -P --config="(0,0,0)" \
         --interrupt-only --parse-ptype >"$L3_LOG" 2>&1 &
     L3_PID=$!
@@ -810,7 +826,7 @@ l3fwd_checks() {
 # counts), event mode (and, opted in, l3fwd-power's interrupt mode). What does not (the
 # xenstore side of a vif that comes back, chaos, the seeds' experiment) runs in the PV domU only.
 if [[ $GUEST_TYPE != pv ]]; then
-    xpv_run_checks guest-type payload-mounted xen-devices xen-platform-tests handshake-fresh-vif \
+    xpv_run_checks guest-type payload-mounted packages-installed xen-devices xen-platform-tests handshake-fresh-vif \
         kernel-netfront-ping handshake-unbound-vif
     # testpmd runs in this shell, across the checks below (each check runs in a subshell).
     if tp_start; then
@@ -830,7 +846,7 @@ if [[ $GUEST_TYPE != pv ]]; then
     [[ $XPV_E2E_NONPV_L3FWD == 1 ]] && l3fwd_checks l3fwd-power-interrupt
     exit 0
 fi
-xpv_run_checks guest-type payload-mounted xen-devices vifs-untouched xen-platform-tests \
+xpv_run_checks guest-type payload-mounted packages-installed xen-devices vifs-untouched xen-platform-tests \
     handshake-fresh-vif kernel-netfront-ping handshake-unbound-vif xpv-bind event-mode-first
 if tp_start; then
     xpv_run_checks testpmd-net-xenpv xpv-bind-userspace icmpecho txonly-counts rxonly-counts \

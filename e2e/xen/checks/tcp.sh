@@ -51,7 +51,7 @@ tcp_testpmd_start() {
     mkfifo "$TP_FIFO"
     exec 7<>"$TP_FIFO"
     stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix tcp \
-        --lcores=0@0,1@0 -d "$PMD" --vdev "net_xenpv0,vif=2$2" --vdev "net_xenpv1,vif=3$2" -- -i \
+        --lcores=0@0,1@0 --vdev "net_xenpv0,vif=2$2" --vdev "net_xenpv1,vif=3$2" -- -i \
         --total-num-mbufs=8192 --forward-mode="$1" --eth-peer="0,$TCP_MAC_A" \
         --eth-peer="1,$TCP_MAC_B" <&7 >"$TP_LOG" 2>&1 &
     TP_PID=$!
