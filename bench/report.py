@@ -32,6 +32,7 @@ TARGET_SPURIOUS_PCT = 0.05
 TARGET_NOTIFIES_PER_PKT = 1 / 16
 TARGET_TCP_ON_OFF = 2.0     # TCP through the domU, offloads on / off (real Xen)
 TARGET_TCP_ON_KERNEL = 1.0  # ... offloads on / the kernel bridge
+TARGET_SG_RATIO_64 = 1.0   # 64-byte xenpv/memif with static grants (issue 12; aiming for 1.5)
 # Regression guard: instructions per packet (deterministic under callgrind for
 # one build) may not rise by more than this over the previous report in the
 # output folder (the committed bench/results/latest.json by default), even
@@ -203,9 +204,19 @@ def collect(logs, root):
                 runs.append(json.loads(line))
     R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
          "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {},
-         "tcp": {}}
+         "tcp": {}, "sgrants": {}}
     for r in runs:
         k = r["kind"]
+        if k == "sgrants":
+            s_ = pps_samples(r["log"], r["field"], int(r.get("warm", 1)))
+            key = f"{r['setup']}_{r['dir']}"
+            entry = {"mpps": median_mpps(s_), "samples": len(s_)}
+            if r["setup"].startswith("xenpv"):
+                nb = (load_json(r.get("netback", "")) or {}).get("totals") or {}
+                entry["static_grant_copies"] = nb.get("static_grant_copies")
+                entry["grant_copies"] = nb.get("grant_copies")
+            R["sgrants"].setdefault(int(r["pair"]), {})[key] = entry
+            continue
         if k == "throughput":
             size = int(r["size"])
             s = pps_samples(r["log"], r["field"], int(r.get("warm", 1)))
@@ -403,6 +414,9 @@ def summarise(R, machine, started, failed):
     t_k, t_off, t_on = mbit("kernel bridge"), mbit("offloads off"), mbit("offloads on")
     on_off = t_on / t_off if t_on is not None and t_off else None
     on_k = t_on / t_k if t_on is not None and t_k else None
+    SG = sgrants_summary(R) or {}
+    sg_ratio, sg_copy = SG.get("ratio_static"), SG.get("ratio_copy")
+    J["sgrants"] = SG or None
     J["targets"] = [
         tgt("64-byte throughput xenpv/memif", J["ratio_64"], ">=", TARGET_RATIO_64,
             f"{fmt(J['ratio_64'], '.3f')} ({fmt(J['xenpv_mpps_64'])} / {fmt(J['memif_mpps_64'])} Mpps)"),
@@ -416,6 +430,8 @@ def summarise(R, machine, started, failed):
         tgt("notifies/packet, burst 32 (event mode; also late-tx-rsp)",
             max(nt_vals) if len(nt_vals) == 2 else None, "<=", TARGET_NOTIFIES_PER_PKT,
             f"{fmt(ev.get('notifies_per_pkt'), '.4f')} (late-tx-rsp {fmt(late.get('notifies_per_pkt'), '.4f')})"),
+        tgt("64-byte xenpv/memif with static grants (median of alternating rounds)", sg_ratio, ">=",
+            TARGET_SG_RATIO_64, f"{fmt(sg_ratio, '.3f')} (grant copies: {fmt(sg_copy, '.3f')})"),
         tgt("TCP through a PV domU (real Xen), offloads on / off", on_off, ">=", TARGET_TCP_ON_OFF,
             f"{fmt(on_off, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_off, '.0f')} Mbit/s)"),
         tgt("TCP through a PV domU (real Xen), offloads on / kernel bridge", on_k, ">=", TARGET_TCP_ON_KERNEL,
@@ -770,6 +786,57 @@ def seed_md(R):
     return L
 
 
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def sgrants_summary(R):
+    """Medians over the alternating rounds of the static-grants step, and the
+    median of the per-round xenpv/memif ratios (TX and RX: the slower)."""
+    rounds = R.get("sgrants") or {}
+    if not rounds:
+        return None
+    keys = ["memif_a2b", "xenpv_tx", "xenpv-copy_tx", "xenpv_rx", "xenpv-copy_rx"]
+    med = {k: median([(r.get(k) or {}).get("mpps") for r in rounds.values()]) for k in keys}
+    def ratio(r, setup):
+        m, t, x = (r.get("memif_a2b") or {}).get("mpps"), (r.get(f"{setup}_tx") or {}).get("mpps"), \
+            (r.get(f"{setup}_rx") or {}).get("mpps")
+        return min(t, x) / m if m and t and x else None
+    return {"rounds": len(rounds), "median_mpps": med,
+            "ratio_static": median([ratio(r, "xenpv") for r in rounds.values()]),
+            "ratio_copy": median([ratio(r, "xenpv-copy") for r in rounds.values()]),
+            "copies": {k: [((r.get(k) or {}).get("static_grant_copies"), (r.get(k) or {}).get("grant_copies"))
+                           for r in rounds.values()] for k in keys[1:]}}
+
+
+def sgrants_md(R):
+    """Static grants on and off against memif (issue 12's target)."""
+    L = ["## 3d. Static grants (netif.h control ring: ADD_GREF_MAPPING)", "",
+         "64-byte frames, testpmd over net_xenpv against `xpv-netback --busy-poll` (TX: txonly -> sink, RX: "
+         "source -> rxonly) with static grants (the frontend registers its buffer pools; xpv-netback copies with "
+         "memcpy into the mapped pages) and without (`--no-static-grants`: a grant copy per buffer, Linux "
+         "netback's answer), next to memif a2b, in alternating rounds. Ratio per round: the slower of xenpv TX "
+         "and RX over memif; the median of the rounds is judged.", ""]
+    S = sgrants_summary(R)
+    if not S:
+        return L + ["not run in this bench.", ""]
+    m = S["median_mpps"]
+    L += ["| setup | Mpps (median of %d) | copies by memcpy / grant copy (netback, per round) |" % S["rounds"],
+          "|---|---:|---|",
+          f"| memif a2b | {fmt(m['memif_a2b'])} | - |"]
+    for k, label in (("xenpv_tx", "xenpv TX, static grants"), ("xenpv-copy_tx", "xenpv TX, grant copy"),
+                     ("xenpv_rx", "xenpv RX, static grants"), ("xenpv-copy_rx", "xenpv RX, grant copy")):
+        c = ", ".join(f"{fmt(a, ',.0f')} / {fmt(b, ',.0f')}" for a, b in S["copies"][k])
+        L.append(f"| {label} | {fmt(m[k])} | {c} |")
+    L += ["", f"xenpv/memif: {fmt(S['ratio_static'], '.3f')} with static grants, "
+          f"{fmt(S['ratio_copy'], '.3f')} with grant copies (medians of the rounds' ratios).", ""]
+    return L
+
+
 def tcp_md(R):
     """TCP with and without offloads: over xpv-netback (this run) and through a
     PV domU on real Xen (the last make e2e-xen's tcp-through-domu check)."""
@@ -998,6 +1065,7 @@ def write_md(J, R, made, out):
     # The seeds' experiment.
     L += seed_md(R)
     L += tcp_md(R)
+    L += sgrants_md(R)
 
     # Real Xen.
     L += ["## 5. Real Xen (`make e2e-xen`)", ""]
@@ -1079,6 +1147,7 @@ def main():
     ap.add_argument("--warm", type=int, default=1, help="with --rate: samples of warm-up to drop")
     ap.add_argument("--nbprof", nargs=3, metavar=("CALLGRIND", "NETBACK_JSON", "DIR"))
     ap.add_argument("--wakeup", nargs=2, metavar=("PKTGEN_JSON", "L3FWD_LOG"))
+    ap.add_argument("--sgrants-table", metavar="MANIFEST", help="print the static-grants table of a bench's logs")
     ap.add_argument("--logs")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1093,6 +1162,9 @@ def main():
         return cmd_nbprof(*a.nbprof)
     if a.wakeup:
         return cmd_wakeup(*a.wakeup)
+    if a.sgrants_table:
+        print("\n".join(sgrants_md(collect(os.path.dirname(a.sgrants_table), a.root))))
+        return 0
     if not a.logs:
         ap.error("--logs is required")
     R = collect(a.logs, a.root)

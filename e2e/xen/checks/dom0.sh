@@ -57,6 +57,61 @@ print("sent %d frames on %s in %.2fs" % (sent, ifc, time.time() - t0))
 EOF
 }
 
+# action_netback_queues DEVID N: let Linux netback serve N queues on vif<domid>.<devid> (its
+# xen_netback.max_queues defaults to dom0's CPU count and is written to multi-queue-max-queues
+# when the vif is created; netback checks a frontend's multi-queue-num-queues against the
+# parameter at connect). Prints the values before, "PARAM KEY", for action_netback_queues_restore.
+action_netback_queues() {
+    local p=/sys/module/xen_netback/parameters/max_queues
+    local key=/local/domain/0/backend/vif/$XPV_DOMID/$1/multi-queue-max-queues old_p old_k
+    old_p=$(<"$p") || { echo "no $p"; return 1; }
+    old_k=$(xenstore-read "$key") || { echo "no $key"; return 1; }
+    echo "$2" >"$p" && xenstore-write "$key" "$2" || { echo "cannot set $p and $key to $2"; return 1; }
+    echo "$old_p $old_k"
+}
+# action_netback_queues_restore DEVID PARAM KEY: what action_netback_queues found.
+action_netback_queues_restore() {
+    echo "$2" >/sys/module/xen_netback/parameters/max_queues &&
+        xenstore-write "/local/domain/0/backend/vif/$XPV_DOMID/$1/multi-queue-max-queues" "$3"
+}
+
+# action_send_flows DEVID DSTMAC FLOWS PER_FLOW: FLOWS IPv4 UDP flows into the domU through
+# vif<domid>.<devid>, PER_FLOW 60-byte frames each: source 10.99.1.0 + i (i < FLOWS),
+# destination 10.99.0.3, ports 1000 -> 2000; flow after flow, round after round.
+action_send_flows() {
+    python3 - "vif$XPV_DOMID.$1" "$2" "$3" "$4" <<'PYEOF'
+import socket, struct, sys, time
+ifc, dst, flows, per = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3]), int(sys.argv[4])
+def csum(b):
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def frame(i):
+    src = struct.unpack('!I', socket.inet_aton('10.99.1.0'))[0] + i
+    udp = struct.pack('!HHHH', 1000, 2000, 8 + 18, 0) + bytes(18)
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i & 0xffff, 0, 64, 17, 0,
+                     struct.pack('!I', src), socket.inet_aton('10.99.0.3'))
+    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
+    return dst + bytes.fromhex('020000000001') + b'\x08\x00' + ip + udp
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((ifc, 0))
+frames = [frame(i) for i in range(flows)]
+sent = 0
+t0 = time.time()
+for _ in range(per):
+    for f in frames:
+        while True:
+            try:
+                s.send(f)
+                sent += 1
+                break
+            except OSError:
+                time.sleep(0.001)
+print("sent %d frames of %d flows on %s in %.2fs" % (sent, flows, ifc, time.time() - t0))
+PYEOF
+}
+
 # action_src_macs DEVID: the distinct source MACs of the frames the domU sends on
 # vif<domid>.<devid> within 3 s (at most 200 frames), most frequent first.
 action_src_macs() {

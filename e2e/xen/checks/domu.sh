@@ -7,7 +7,7 @@
 # served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
 # for a while, to leave the stale keys of an unbound netfront behind).
 #
-# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power,softrss} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
 # xpv-tools: make deb). The domU installs the packages (check packages-installed), as a user
 # would: testpmd and l3fwd-power then find net_xenpv in EAL's driver directory without -d, and
 # xpv-bind is the installed /usr/bin/xpv-bind.
@@ -18,6 +18,8 @@ set -u
 . "$(dirname "$0")/chaos.sh"
 # shellcheck source=tcp.sh
 . "$(dirname "$0")/tcp.sh"
+# shellcheck source=rss.sh
+. "$(dirname "$0")/rss.sh"
 
 BIN=/xpv/bin
 XPV_BIND=/usr/bin/xpv-bind   # from xpv-tools (check packages-installed)
@@ -859,5 +861,5 @@ if tp_start; then
 else
     xpv_check testpmd-net-xenpv FAIL "testpmd did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
 fi
-xpv_run_checks app-sigkill-restart tcp-through-domu seed-experiment event-mode
+xpv_run_checks app-sigkill-restart tcp-through-domu rss-linux-netback seed-experiment event-mode
 XPV_CHECK_TIMEOUT=1800 l3fwd_checks l3fwd-power-interrupt l3fwd-power-reattach
