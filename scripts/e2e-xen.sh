@@ -37,7 +37,8 @@ fi
 PAYLOAD=$(mktemp -d /var/tmp/xpv-payload.XXXXXX)
 trap 'rm -rf "$PAYLOAD"' EXIT
 mkdir -p "$PAYLOAD/bin" "$PAYLOAD/debs"
-cp "$BUILD/tests/xpv-tests" "$BUILD/tests/softrss" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" "$PAYLOAD/bin/"
+cp "$BUILD/tests/xpv-tests" "$BUILD/tests/softrss" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" \
+  "$BUILD/tools/xpv-bind" "$PAYLOAD/bin/"
 for p in "${DEB_PKGS[@]}"; do cp "$BUILD"/deb/"${p}"_*.deb "$PAYLOAD/debs/"; done
 cp -r e2e/xen/checks "$PAYLOAD/checks"
 # The domUs dom0 runs, in order (default "pv pvh hvm"; "pv pvh" leaves HVM out, about 9 minutes less).

@@ -22,7 +22,7 @@ while (($#)); do
   esac
 done
 
-PACKAGES=(libxpv0 libxpv-dev dpdk-pmd-xenpv xpv-tools)
+PACKAGES=(libxpv0 libxpv-dev dpdk-pmd-xenpv xpv-tools xpv-bind)
 DEB=$BUILD/deb
 RUN=$(mktemp -d /tmp/xpv-deb.XXXXXX)
 chmod 755 "$RUN"
@@ -192,9 +192,9 @@ wait $NB 2>/dev/null
 # naming the cause
 bind_out=$(/usr/bin/xpv-bind --status 2>&1)
 bind_rc=$?
-if [[ $(dpkg -S /usr/bin/xpv-bind 2>/dev/null) == xpv-tools:* ]] && ((bind_rc == 1)) &&
+if [[ $(dpkg -S /usr/bin/xpv-bind 2>/dev/null) == xpv-bind:* ]] && ((bind_rc == 1)) &&
   [[ $bind_out == *"not in a Xen guest"* ]]; then
-  pass deb-xpv-bind "/usr/bin/xpv-bind from xpv-tools: --status outside Xen exits 1 with '$bind_out'"
+  pass deb-xpv-bind "/usr/bin/xpv-bind from package xpv-bind: --status outside Xen exits 1 with '$bind_out'"
 else
   fail deb-xpv-bind "/usr/bin/xpv-bind: $(dpkg -S /usr/bin/xpv-bind 2>&1), exit $bind_rc, said '$bind_out'"
 fi

@@ -7,10 +7,9 @@
 # served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
 # for a while, to leave the stale keys of an unbound netfront behind).
 #
-# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power,softrss} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power,softrss,xpv-bind} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
 # xpv-tools: make deb). The domU installs the packages (check packages-installed), as a user
-# would: testpmd and l3fwd-power then find net_xenpv in EAL's driver directory without -d, and
-# xpv-bind is the installed /usr/bin/xpv-bind.
+# would: testpmd and l3fwd-power then find net_xenpv in EAL's driver directory without -d.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +21,9 @@ set -u
 . "$(dirname "$0")/rss.sh"
 
 BIN=/xpv/bin
-XPV_BIND=/usr/bin/xpv-bind   # from xpv-tools (check packages-installed)
+# xpv-bind from the payload: its package (xpv-bind) depends on python3, and the image has only
+# python3-minimal, which is all the tool uses.
+XPV_BIND=$BIN/xpv-bind
 DOMU_IP=10.99.0.2      # kernel netfront on vif 0
 ICMPECHO_IP=10.99.0.3  # answered by testpmd icmpecho over net_xenpv on vif 1 (any IP would do)
 VIF1_MAC=00:16:3e:00:00:11
@@ -53,7 +54,7 @@ check_payload_mounted() {
         [[ $mnt == /xpv ]] || continue
         [[ ,$opts, == *,ro,* ]] || fail "/xpv ($dev) is mounted $opts"
         local debs=(/xpv/debs/*.deb)
-        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && ${#debs[@]} == 3 && -e ${debs[0]} ]] ||
+        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -x $BIN/xpv-bind && ${#debs[@]} == 3 && -e ${debs[0]} ]] ||
             fail "payload lacks our binaries or its 3 packages: ${entries[*]} ${debs[*]}"
         pass "$dev $fs ro: ${entries[*]#/xpv/}"
     done < /proc/mounts
@@ -66,7 +67,7 @@ check_packages_installed() {
     local debs=(/xpv/debs/*.deb) so pkgs
     dpkg -i "${debs[@]}" >"$XPV_RUN_DIR/dpkg.log" 2>&1 || fail "dpkg -i ${debs[*]##*/}: $(tail -n 3 "$XPV_RUN_DIR/dpkg.log")"
     so=$(dpkg -L dpdk-pmd-xenpv | grep -m1 'librte_net_xenpv\.so$') || fail "dpdk-pmd-xenpv installed no librte_net_xenpv.so"
-    [[ -x $XPV_BIND ]] || fail "xpv-tools installed no $XPV_BIND"
+    [[ -x /usr/bin/xpv-netback ]] || fail "xpv-tools installed no /usr/bin/xpv-netback"
     pkgs=$(dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' libxpv0 dpdk-pmd-xenpv xpv-tools | tr '\n' ',')
     pass "${pkgs%,}; the PMD at $so"
 }
