@@ -115,7 +115,7 @@ if [[ ! -f $BUILD/build.ninja ]]; then
 fi
 # What make test needs, each checked below to be an AArch64 ELF file: the
 # library, xpv-netback, the tools, the unit tests and their helper, the PMD.
-products=(src/libxpv.so src/libxpv.a src/netback/xpv-netback examples/xpv-pktgen tests/xpv-tests tests/sim-peer)
+products=(src/libxpv.so.0.1.0 src/libxpv.a src/netback/xpv-netback examples/xpv-pktgen tests/xpv-tests tests/sim-peer)
 pmd_so=drivers/net_xenpv/librte_net_xenpv.so
 [[ -n $SDK && -f $SDK/ethdev_driver.h ]] && products+=("$pmd_so")
 t0=$SECONDS
