@@ -11,6 +11,8 @@ RSS_FLOWS=64
 RSS_PER_FLOW=4
 RSS_DOM0_OLD=
 RSS_OLD_LIMIT=
+RSS_RETA=
+tp_reta_summary() { echo "${RSS_RETA:-?}"; }
 
 rss_cleanup() {
     [[ -n ${TP_PID:-} ]] && kill -0 "$TP_PID" 2>/dev/null && tcp_testpmd_stop
@@ -59,6 +61,7 @@ check_rss_linux_netback() {
     out=$(xpv_dom0 send_flows 1 "$VIF1_MAC" "$RSS_FLOWS" "$RSS_PER_FLOW") || fail "dom0: $out"
     sleep 3
     tp "stop" >/dev/null
+    RSS_RETA=$(tp "show port 0 rss reta 128 (0xffffffffffffffff,0xffffffffffffffff)" | grep -oE "hash index=[0-9]+, queue=[0-9]+" | head -n 8 | tr '\n' ' ')
     tcp_testpmd_stop
 
     # Our frames only (other traffic on xenbr0 reaches the vif too): "HASH QUEUE" per frame.
@@ -74,7 +77,7 @@ check_rss_linux_netback() {
     while read -r h q; do
         (((h % 128) % RSS_QUEUES == q)) || bad_q=$((bad_q + 1))
     done <<<"$seen"
-    ((bad_q == 0)) || fail "$bad_q of $n frames not on reta[hash % 128] (log $TP_LOG)"
+    ((bad_q == 0)) || fail "$bad_q of $n frames not on reta[hash % 128]; frames per queue: $(awk '{print $2}' <<<"$seen" | sort | uniq -c | tr -s ' \n' ' '); first (hash queue): $(head -n 8 <<<"$seen" | tr '\n' ','); rte_softrss's first: $(head -n 4 <<<"$want" | tr '\n' ','); reta shown: $(tp_reta_summary)"
     local seen_hashes want_hashes
     seen_hashes=$(awk '{print $1}' <<<"$seen" | sort | uniq -c | awk '{print $1, $2}')
     want_hashes=$(sort <<<"$want" | awk -v k="$RSS_PER_FLOW" '{print k, $1}')
