@@ -541,6 +541,7 @@ memif_pair() {  # memif_pair DIR SIZE ATTEMPT RECORD [PAIR]: 0 when the receiver
   return 0
 }
 SIZES=(64 256 1500)
+[[ $ONLY == sgrants ]] && SIZES=()  # --only sgrants: its own rounds below
 for size in "${SIZES[@]}"; do
   # Interleaved, so that drift in the machine's load hits both setups alike.
   run_memif a2b "$size"
