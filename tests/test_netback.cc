@@ -35,19 +35,9 @@
 namespace xpv {
 namespace {
 
+// The names these tests use (netback::Backend, netif::TxRequest, tf::...) come
+// with netback_testing (support/netback_frontend.h).
 using namespace netback_testing;
-using namespace std::chrono_literals;
-using netback::Backend;
-using netback::Config;
-using netback::Counters;
-using netback::Fault;
-using netback::Mode;
-using netback::VifStats;
-using netif::RxRequest;
-using netif::RxResponse;
-using netif::TxRequest;
-using netif::TxResponse;
-namespace tf = testing_frames;
 
 // ---------------------------------------------------------------------------
 // Toolstack and handshake.

@@ -109,6 +109,16 @@ void xenpv_rss_infos(const xenpv_internals* p, struct rte_eth_dev_info* info) {
   info->rx_offload_capa |= RTE_ETH_RX_OFFLOAD_RSS_HASH;
 }
 
+// What the application left out: DPDK's default key, and DPDK's default RETA
+// (entry i to queue i % nb_rx_queues).
+static void fill_defaults(const struct rte_eth_dev* dev, xpv::RssConfig* want) {
+  if (want->key.empty()) want->key.assign(std::begin(kDefaultKey), std::end(kDefaultKey));
+  if (!want->mapping.empty()) return;
+  const uint16_t nrx = std::max<uint16_t>(dev->data->nb_rx_queues, 1);
+  for (uint32_t i = 0; i < kXenpvRetaSize; ++i)
+    want->mapping.push_back(i % nrx);
+}
+
 int xenpv_rss_configure(struct rte_eth_dev* dev) {
   xenpv_internals* p = priv(dev);
   const struct rte_eth_conf& conf = dev->data->dev_conf;
@@ -123,11 +133,7 @@ int xenpv_rss_configure(struct rte_eth_dev* dev) {
     }
     int rc = from_conf(dev, conf.rx_adv_conf.rss_conf, &want);
     if (rc < 0) return rc;
-    if (want.key.empty()) want.key.assign(std::begin(kDefaultKey), std::end(kDefaultKey));
-    // DPDK's default RETA: entry i to queue i % nb_rx_queues.
-    const uint16_t nrx = std::max<uint16_t>(dev->data->nb_rx_queues, 1);
-    for (uint32_t i = 0; i < kXenpvRetaSize; ++i)
-      want.mapping.push_back(i % nrx);
+    fill_defaults(dev, &want);
   }
   return apply(dev, want);
 }
@@ -138,12 +144,7 @@ int xenpv_rss_hash_update(struct rte_eth_dev* dev, struct rte_eth_rss_conf* conf
   xpv::RssConfig want = p->rss;
   int rc = from_conf(dev, *conf, &want);
   if (rc < 0) return rc;
-  if (want.key.empty()) want.key.assign(std::begin(kDefaultKey), std::end(kDefaultKey));
-  if (want.mapping.empty()) {
-    const uint16_t nrx = std::max<uint16_t>(dev->data->nb_rx_queues, 1);
-    for (uint32_t i = 0; i < kXenpvRetaSize; ++i)
-      want.mapping.push_back(i % nrx);
-  }
+  fill_defaults(dev, &want);
   return apply(dev, want);
 }
 
