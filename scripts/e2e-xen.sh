@@ -14,14 +14,14 @@ while (($#)); do
     *) echo "e2e-xen: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-for f in "$BUILD/tests/xpv-tests" "$BUILD/tests/softrss" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" "$BUILD/tools/xpv-bind" \
+for f in "$BUILD/tests/xpv-tests" "$BUILD/tests/softrss" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" \
   "$BUILD/drivers/net_xenpv/librte_net_xenpv.so"; do
   [[ -e $f ]] || { echo "CHECK e2e-payload FAIL $f is missing (make build)"; exit 1; }
 done
 # The domUs install our Debian packages (the PMD and xpv-bind come from them, as for a user):
 # those of make deb (make test's packaging suite makes them first), built again here when
 # missing or older than the build's PMD or tools.
-DEB_PKGS=(libxpv0 dpdk-pmd-xenpv xpv-tools)
+DEB_PKGS=(libxpv0 dpdk-pmd-xenpv xpv-tools xpv-bind)
 debs_fresh() {
   local p f
   for p in "${DEB_PKGS[@]}"; do
@@ -38,7 +38,7 @@ PAYLOAD=$(mktemp -d /var/tmp/xpv-payload.XXXXXX)
 trap 'rm -rf "$PAYLOAD"' EXIT
 mkdir -p "$PAYLOAD/bin" "$PAYLOAD/debs"
 cp "$BUILD/tests/xpv-tests" "$BUILD/tests/softrss" "$BUILD/examples/xpv-pktgen" "$BUILD/examples/l3fwd-power" \
-  "$BUILD/tools/xpv-bind" "$PAYLOAD/bin/"
+  "$PAYLOAD/bin/"
 for p in "${DEB_PKGS[@]}"; do cp "$BUILD"/deb/"${p}"_*.deb "$PAYLOAD/debs/"; done
 cp -r e2e/xen/checks "$PAYLOAD/checks"
 # The domUs dom0 runs, in order (default "pv pvh hvm"; "pv pvh" leaves HVM out, about 9 minutes less).

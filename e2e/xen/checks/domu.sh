@@ -7,9 +7,10 @@
 # served by Linux netback. Our frontend takes vif 1; the kernel's netfront gets vif 0 (and vif 1
 # for a while, to leave the stale keys of an unbound netfront behind).
 #
-# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power,softrss,xpv-bind} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
-# xpv-tools: make deb). The domU installs the packages (check packages-installed), as a user
-# would: testpmd and l3fwd-power then find net_xenpv in EAL's driver directory without -d.
+# The payload: /xpv/bin/{xpv-tests,xpv-pktgen,l3fwd-power,softrss} and /xpv/debs/ (libxpv0, dpdk-pmd-xenpv,
+# xpv-tools, xpv-bind: make deb). The domU installs the packages (check packages-installed), as a
+# user would: testpmd and l3fwd-power then find net_xenpv in EAL's driver directory without -d,
+# and xpv-bind is the installed /usr/bin/xpv-bind.
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -21,9 +22,8 @@ set -u
 . "$(dirname "$0")/rss.sh"
 
 BIN=/xpv/bin
-# xpv-bind from the payload: its package (xpv-bind) depends on python3, and the image has only
-# python3-minimal, which is all the tool uses.
-XPV_BIND=$BIN/xpv-bind
+# xpv-bind from its package (check packages-installed), as a user runs it.
+XPV_BIND=/usr/bin/xpv-bind
 DOMU_IP=10.99.0.2      # kernel netfront on vif 0
 ICMPECHO_IP=10.99.0.3  # answered by testpmd icmpecho over net_xenpv on vif 1 (any IP would do)
 VIF1_MAC=00:16:3e:00:00:11
@@ -54,8 +54,8 @@ check_payload_mounted() {
         [[ $mnt == /xpv ]] || continue
         [[ ,$opts, == *,ro,* ]] || fail "/xpv ($dev) is mounted $opts"
         local debs=(/xpv/debs/*.deb)
-        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && -x $BIN/xpv-bind && ${#debs[@]} == 3 && -e ${debs[0]} ]] ||
-            fail "payload lacks our binaries or its 3 packages: ${entries[*]} ${debs[*]}"
+        [[ -x $BIN/xpv-tests && -x $BIN/xpv-pktgen && ${#debs[@]} == 4 && -e ${debs[0]} ]] ||
+            fail "payload lacks our binaries or its 4 packages: ${entries[*]} ${debs[*]}"
         pass "$dev $fs ro: ${entries[*]#/xpv/}"
     done < /proc/mounts
     fail "/xpv is not mounted"
@@ -68,7 +68,9 @@ check_packages_installed() {
     dpkg -i "${debs[@]}" >"$XPV_RUN_DIR/dpkg.log" 2>&1 || fail "dpkg -i ${debs[*]##*/}: $(tail -n 3 "$XPV_RUN_DIR/dpkg.log")"
     so=$(dpkg -L dpdk-pmd-xenpv | grep -m1 'librte_net_xenpv\.so$') || fail "dpdk-pmd-xenpv installed no librte_net_xenpv.so"
     [[ -x /usr/bin/xpv-netback ]] || fail "xpv-tools installed no /usr/bin/xpv-netback"
-    pkgs=$(dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' libxpv0 dpdk-pmd-xenpv xpv-tools | tr '\n' ',')
+    [[ $(dpkg -S "$XPV_BIND" 2>/dev/null) == "xpv-bind: $XPV_BIND" && -x $XPV_BIND ]] ||
+        fail "the xpv-bind package installed no $XPV_BIND"
+    pkgs=$(dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' libxpv0 dpdk-pmd-xenpv xpv-tools xpv-bind | tr '\n' ',')
     pass "${pkgs%,}; the PMD at $so"
 }
 
