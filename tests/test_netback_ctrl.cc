@@ -405,11 +405,17 @@ TEST_F(NetbackCtrlTest, EveryMessageAnsweredAsLinuxNetback) {
   Frontend fe(*hv);
   CtrlFrontend c(fe);
   ASSERT_TRUE(c.connect(4));
-  // xenvif_get_hash_flags(); data only with SUCCESS.
+  // xenvif_get_hash_flags(): NOT_SUPPORTED until an algorithm is selected
+  // (netif.h), then the four types; data only with SUCCESS.
   CtrlResponse r = c.call(kCtrlTypeGetHashFlags);
+  EXPECT_EQ(r.status, kCtrlStatusNotSupported);
+  EXPECT_EQ(r.data, 0u);
+  EXPECT_EQ(c.status(kCtrlTypeSetHashAlgorithm, kCtrlHashAlgorithmToeplitz), kCtrlStatusSuccess);
+  r = c.call(kCtrlTypeGetHashFlags);
   EXPECT_EQ(r.status, kCtrlStatusSuccess);
   EXPECT_EQ(r.data,
             kCtrlHashTypeIpv4 | kCtrlHashTypeIpv4Tcp | kCtrlHashTypeIpv6 | kCtrlHashTypeIpv6Tcp);
+  EXPECT_EQ(c.status(kCtrlTypeSetHashAlgorithm, kCtrlHashAlgorithmNone), kCtrlStatusSuccess);
   r = c.call(kCtrlTypeGetHashMappingSize);
   EXPECT_EQ(r.status, kCtrlStatusSuccess);
   EXPECT_EQ(r.data, 128u);
@@ -448,8 +454,8 @@ TEST_F(NetbackCtrlTest, EveryMessageAnsweredAsLinuxNetback) {
     EXPECT_EQ(r.data, 0u);
   }
   const Counters k = ctr(fe.domid());
-  EXPECT_EQ(k.ctrl_requests, 23u);
-  EXPECT_EQ(k.ctrl_refused, 13u);
+  EXPECT_EQ(k.ctrl_requests, 26u);
+  EXPECT_EQ(k.ctrl_refused, 14u);
 }
 
 // Posts RX requests on `q` for one frame with one extra, sends `frame` on
@@ -825,7 +831,7 @@ TEST_P(NetbackCtrlFaultTest, TheNthRequestIsAnsweredWrongly) {
   Frontend fe(*hv);
   CtrlFrontend c(fe);
   ASSERT_TRUE(c.connect(1));
-  EXPECT_EQ(c.status(netif::kCtrlTypeGetHashFlags), 0u) << "the first is answered";
+  EXPECT_EQ(c.status(netif::kCtrlTypeGetHashMappingSize), 0u) << "the first is answered";
   const uint16_t id = c.post(netif::kCtrlTypeGetHashMappingSize);
   auto r = c.wait(GetParam().fault == Fault::kCtrlNoAnswer ? 300ms : kTimeout);
   switch (GetParam().fault) {

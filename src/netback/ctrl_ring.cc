@@ -169,8 +169,15 @@ CtrlResponse CtrlRing::process(const CtrlRequest& req) {
       status = set_hash_algorithm(req.data[0]);
       break;
     case kCtrlTypeGetHashFlags:
-      status = kCtrlStatusSuccess;
-      data = kSupportedHashTypes;
+      // netif.h: "A valid hash algorithm must be selected before this
+      // operation can succeed" (xenvif_get_hash_flags(): NOT_SUPPORTED
+      // while the algorithm is NONE).
+      if (hash_.algorithm == kCtrlHashAlgorithmNone) {
+        status = kCtrlStatusNotSupported;
+      } else {
+        status = kCtrlStatusSuccess;
+        data = kSupportedHashTypes;
+      }
       break;
     case kCtrlTypeSetHashFlags:
       status = set_hash_flags(req.data[0]);

@@ -69,9 +69,22 @@ Result<RssCapabilities> query_rss(CtrlRing& ring) {
   caps.available = true;
   caps.connected = true;
   caps.key_size_max = kRssKeyMax;
-  auto f = ring.call(netif::kCtrlTypeGetHashFlags);
-  if (!f) return f.error();
-  if (f->status == netif::kCtrlStatusSuccess) caps.hash_types = f->data & kHashTypesNetif;
+  // netif.h, GET_HASH_FLAGS: "A valid hash algorithm must be selected
+  // before this operation can succeed" (Linux netback answers NOT_SUPPORTED
+  // while it is NONE). So Toeplitz is selected for the question and NONE
+  // again after it: apply_rss() selects what the application configured;
+  // without that, the backend keeps steering by its own choice (with
+  // Toeplitz and no hash flags, Linux netback would put every packet on
+  // queue 0).
+  auto a = ring.call(netif::kCtrlTypeSetHashAlgorithm, netif::kCtrlHashAlgorithmToeplitz);
+  if (!a) return a.error();
+  if (a->status == netif::kCtrlStatusSuccess) {
+    auto f = ring.call(netif::kCtrlTypeGetHashFlags);
+    if (!f) return f.error();
+    if (f->status == netif::kCtrlStatusSuccess) caps.hash_types = f->data & kHashTypesNetif;
+    auto n = ring.call(netif::kCtrlTypeSetHashAlgorithm, netif::kCtrlHashAlgorithmNone);
+    if (!n) return n.error();
+  }
   auto m = ring.call(netif::kCtrlTypeGetHashMappingSize);
   if (!m) return m.error();
   if (m->status == netif::kCtrlStatusSuccess) caps.mapping_size_max = m->data;

@@ -150,7 +150,12 @@ class CtrlResponder {
           status = kCtrlStatusInvalidParameter;
         break;
       case kCtrlTypeGetHashFlags:
-        data = kCtrlHashTypeAll;
+        // netif.h: only once an algorithm is selected (Linux netback's
+        // xenvif_get_hash_flags() answers NOT_SUPPORTED before).
+        if (st_.algorithm == kCtrlHashAlgorithmNone)
+          status = kCtrlStatusNotSupported;
+        else
+          data = kCtrlHashTypeAll;
         break;
       case kCtrlTypeSetHashFlags:
         if (q.data[0] & ~kCtrlHashTypeAll)
