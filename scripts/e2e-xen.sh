@@ -59,9 +59,9 @@ fi
 if [[ ${XPV_E2E_NONPV_AF_XDP:-1} == 0 ]]; then
   sed -i 's/^    XPV_E2E_NONPV_AF_XDP=1$/    XPV_E2E_NONPV_AF_XDP=0/' "$PAYLOAD/checks/domu.sh"
 fi
-# RSS through Linux netback (check rss-linux-netback, PV domU): opt-in with XPV_E2E_RSS=1.
-if [[ ${XPV_E2E_RSS:-0} == 1 ]]; then
-  sed -i 's/^\[\[ \${XPV_E2E_RSS:-0} == 1 \]\]/[[ 1 == 1 ]]/' "$PAYLOAD/checks/domu.sh"
+# RSS through Linux netback (check rss-linux-netback, PV domU): on unless XPV_E2E_RSS=0.
+if [[ ${XPV_E2E_RSS:-1} == 0 ]]; then
+  sed -i 's/^XPV_E2E_RSS=1$/XPV_E2E_RSS=0/' "$PAYLOAD/checks/domu.sh"
 fi
 # Only the named checks (words; e.g. XPV_E2E_ONLY="handshake-unbound-vif testpmd-net-xenpv"), for a
 # short run while developing one: the result is not a full e2e run.

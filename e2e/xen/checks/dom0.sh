@@ -57,22 +57,32 @@ print("sent %d frames on %s in %.2fs" % (sent, ifc, time.time() - t0))
 EOF
 }
 
-# action_netback_queues DEVID N: let Linux netback serve N queues on vif<domid>.<devid> (its
-# xen_netback.max_queues defaults to dom0's CPU count and is written to multi-queue-max-queues
-# when the vif is created; netback checks a frontend's multi-queue-num-queues against the
-# parameter at connect). Prints the values before, "PARAM KEY", for action_netback_queues_restore.
+# action_netback_queues DEVID N MAC: let Linux netback serve N queues on vif<domid>.<devid>.
+# Its xen_netback.max_queues (default: dom0's CPU count, 2 here) is read twice: when the vif is
+# created (alloc_netdev_mq sizes the netdev's TX queues by it, and multi-queue-max-queues is
+# written from it) and at connect (the frontend's multi-queue-num-queues is checked against it).
+# Raising it for a vif that exists already is not enough: netif_set_real_num_tx_queues then fails
+# for N over the netdev's size, and xenvif_select_queue's choices past it are capped to queue 0
+# (or, with one real queue, never asked: no hash at all). So the vif is detached and attached
+# again with the parameter raised. Prints the parameter before, for action_netback_queues_restore.
 action_netback_queues() {
-    local p=/sys/module/xen_netback/parameters/max_queues
-    local key=/local/domain/0/backend/vif/$XPV_DOMID/$1/multi-queue-max-queues old_p old_k
+    local p=/sys/module/xen_netback/parameters/max_queues old_p
+    local key=/local/domain/0/backend/vif/$XPV_DOMID/$1/multi-queue-max-queues
     old_p=$(<"$p") || { echo "no $p"; return 1; }
-    old_k=$(xenstore-read "$key") || { echo "no $key"; return 1; }
-    echo "$2" >"$p" && xenstore-write "$key" "$2" || { echo "cannot set $p and $key to $2"; return 1; }
-    echo "$old_p $old_k"
+    echo "$2" >"$p" || { echo "cannot set $p to $2"; return 1; }
+    action_detach "$1" >/dev/null 2>&1 || { echo "$old_p" >"$p"; echo "xl network-detach $1 failed"; return 1; }
+    action_attach "$1" "$3" >/dev/null 2>&1 || { echo "$old_p" >"$p"; echo "xl network-attach $1 $3 failed"; return 1; }
+    [[ $(xenstore-read "$key" 2>/dev/null) == "$2" ]] ||
+        { echo "$old_p" >"$p"; echo "the new vif's $key is '$(xenstore-read "$key" 2>&1)', not $2"; return 1; }
+    local tx=(/sys/class/net/vif"$XPV_DOMID.$1"/queues/tx-*)
+    ((${#tx[@]} >= $2)) || { echo "$old_p" >"$p"; echo "vif$XPV_DOMID.$1 has ${#tx[@]} TX queues, not $2"; return 1; }
+    echo "$old_p"
 }
-# action_netback_queues_restore DEVID PARAM KEY: what action_netback_queues found.
+# action_netback_queues_restore DEVID PARAM: the parameter as action_netback_queues found it
+# (later vifs get it; this one keeps its TX queues, and its key says PARAM again).
 action_netback_queues_restore() {
     echo "$2" >/sys/module/xen_netback/parameters/max_queues &&
-        xenstore-write "/local/domain/0/backend/vif/$XPV_DOMID/$1/multi-queue-max-queues" "$3"
+        xenstore-write "/local/domain/0/backend/vif/$XPV_DOMID/$1/multi-queue-max-queues" "$2"
 }
 
 # action_send_flows DEVID DSTMAC FLOWS PER_FLOW: FLOWS IPv4 UDP flows into the domU through
