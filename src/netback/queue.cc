@@ -294,8 +294,8 @@ void Queue::run_busy_poll() {
 }
 
 void Queue::copy_batch(std::vector<GrantCopyOp>& ops) {
-  const GrefTable* t = grants_ ? grants_->acquire() : nullptr;
-  if (t == nullptr || t->size() == 0) {
+  const GrefTable* t = batch_grants_;
+  if (t == nullptr) {
     Status s = mapper_.copy(std::span<GrantCopyOp>(ops));
     if (s.failed()) {
       for (auto& op : ops)
