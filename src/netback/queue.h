@@ -140,10 +140,31 @@ class Queue {
   void tx_flush();
   void tx_drop(const netif::TxRequest& first, uint32_t extra_count, uint32_t nfrags,
                Counter& reason);
-  void tx_respond(uint16_t id, int16_t status, bool extra);
-  void tx_write_response(uint16_t id, int16_t status, bool extra);
+  // A TX response; without a fault to inject it goes straight to the ring
+  // (inline: once per slot).
+  void tx_respond(uint16_t id, int16_t status, bool extra) {
+    if (cfg_.fault != Fault::kNone) {
+      tx_respond_faulty(id, status, extra);
+      return;
+    }
+    tx_write_response(id, status, extra);
+  }
+  void tx_respond_faulty(uint16_t id, int16_t status, bool extra);  // late-tx-rsp may hold it
+  // make_tx_response(): the response goes in the next response slot. An
+  // extra slot's response gets only its status (NETIF_RSP_NULL): its id
+  // keeps whatever the slot holds, as in Linux.
+  void tx_write_response(uint16_t id, int16_t status, bool extra) {
+    netif::TxResponse& r = tx_.next_response();
+    if (!extra) {
+      r.id = cfg_.fault == Fault::kNone ? id : fault_tx_id(id);
+      last_tx_rsp_id_ = id;
+      ++tx_rsp_count_;
+    }
+    r.status = status;
+    tx_.commit_response();
+  }
   void tx_push();
-  void tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx);
+  void tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx);  // loopback, bridge
   void tx_release_late(uint64_t now);
 
   // ---- RX (rx.cc): xenvif_rx_action ----

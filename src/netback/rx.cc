@@ -254,7 +254,7 @@ void Queue::rx_flush() {
         ctr_.rx_bad_requests.add();
         ok = false;
       }
-      if (i == p.slot_begin) fault_rx_response(slot, ordinal);
+      if (i == p.slot_begin && cfg_.fault != Fault::kNone) fault_rx_response(slot, ordinal);
       rx_.next_response() = slot.rsp;
       rx_.commit_response();
     }
@@ -283,6 +283,7 @@ void Queue::rx_drop_expired(uint64_t now) {
 // off: what is queued and what arrives is dropped) until it posts again.
 bool Queue::rx_check_stall(uint64_t now) {
   if (vif_.stall_timeout_ns == 0) return false;
+  if (!stalled_ && fifo_.empty()) return false;  // nothing waits: no stall to detect
   const auto a = rx_requests();
   if (a.overflow) return false;
   if (!stalled_) {
