@@ -181,7 +181,10 @@ class Queue {
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
   // RX requests the packet takes: one per page, one per extra.
-  static uint32_t rx_slots_needed(const RxFifo::Packet& p);
+  static uint32_t rx_slots_needed(const RxFifo::Packet& p) {
+    constexpr uint32_t kPage = static_cast<uint32_t>(kPageSize);
+    return (p.len + kPage - 1) / kPage + (p.meta.gso_type ? 1 : 0) + (p.meta.has_hash ? 1 : 0);
+  }
 
   // ---- bridge mode (bridge.cc) ----
   void bridge_forward(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
@@ -199,7 +202,7 @@ class Queue {
   void fault_after_tx_push();
   void fault_start_late();
   void fault_rx_response(RxSlot& slot, uint64_t packet_ordinal);
-  void fault_after_rx_packet();
+  void fault_after_rx_packet();  // after rx_packets_total_ counted the packet
 
   VifContext& vif_;
   const Config& cfg_;

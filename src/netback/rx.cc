@@ -13,12 +13,6 @@
 
 namespace xpv::netback {
 
-namespace {
-uint32_t slots_for(uint32_t len) {
-  return (len + static_cast<uint32_t>(kPageSize) - 1) / static_cast<uint32_t>(kPageSize);
-}
-}  // namespace
-
 // What Linux does to a frame between a frontend's TX and this frontend's RX,
 // by what this frontend negotiated (xenvif_fix_features: no feature-sg, no
 // TSO; feature-no-csum-offload, no checksum offload; no
@@ -130,10 +124,6 @@ bool Queue::rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& r
 void Queue::rx_arm_event(uint32_t prod) {
   ring::store_relaxed(rx_.header()->req_event, prod + 1);
   ring::full_fence();
-}
-
-uint32_t Queue::rx_slots_needed(const RxFifo::Packet& p) {
-  return slots_for(p.len) + (p.meta.gso_type ? 1 : 0) + (p.meta.has_hash ? 1 : 0);
 }
 
 // xenvif_rx_ring_slots_available(): the packet at the head fits the posted
@@ -262,7 +252,9 @@ void Queue::rx_flush() {
       ctr_.rx_packets.add();
       ctr_.rx_bytes.add(p.len);
     }
-    fault_after_rx_packet();
+    ++rx_packets_total_;
+    if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packet();
+    if (cfg_.fault != Fault::kNone) fault_after_rx_packet();
   }
   rx_pkts_.clear();
   rx_ops_.clear();

@@ -21,7 +21,7 @@ sgrants_run() {
     --size 60-9000 --queues 4 --window 64 --pattern varied --json "$RUN/$tag-gen.json" \
     >"$RUN/$tag-gen.log" 2>&1
   local rc=$?
-  nb_stop $nb
+  nb_stop "$nb"
   return $rc
 }
 
