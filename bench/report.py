@@ -33,6 +33,9 @@ TARGET_NOTIFIES_PER_PKT = 1 / 16
 TARGET_TCP_ON_OFF = 2.0     # TCP through the domU, offloads on / off (real Xen)
 TARGET_TCP_ON_KERNEL = 1.0  # ... offloads on / the kernel bridge
 TARGET_SG_RATIO_64 = 1.0   # 64-byte xenpv/memif with static grants (issue 12; aiming for 1.5)
+# xpv-netback's instructions per packet with static grants over those with a grant
+# copy per buffer (same run, TX and RX each; issue 12: "at most half of today's")
+TARGET_NB_STATIC_OVER_COPY = 0.5
 # Regression guard: instructions per packet (deterministic under callgrind for
 # one build) may not rise by more than this over the previous report in the
 # output folder (the committed bench/results/latest.json by default), even
@@ -126,6 +129,47 @@ def nb_packets(nbjson, direction):
     return t.get("tx_packets" if direction == "tx" else "rx_packets", 0)
 
 
+def nb_copies(nbjson):
+    """xpv-netback's copies by memcpy (static grants) and by grant copy."""
+    t = (load_json(nbjson) or {}).get("totals", {})
+    return {"static_grant_copies": t.get("static_grant_copies"), "grant_copies": t.get("grant_copies")}
+
+
+def nbprof_md(R):
+    """xpv-netback's instructions per packet with and without static grants."""
+    L = ["### xpv-netback's worker per packet: static grants against grant copies", "",
+         "callgrind inside the worker's ring handling (`Queue::tx_action`, `Queue::service`), 64-byte frames, "
+         "testpmd txonly -> sink (TX) and source -> rxonly (RX); static grants: the frontend registered its "
+         "buffer pools and xpv-netback copies with memcpy; grant copy: `--no-static-grants` (Linux netback's "
+         "answer), a grant copy per buffer. Target: with static grants at most "
+         f"{TARGET_NB_STATIC_OVER_COPY:g} of the grant-copy figure, each direction.", ""]
+    st, cp = R.get("nbprof") or {}, R.get("nbprof_copy") or {}
+    if not st and not cp:
+        return L + ["not run in this bench.", ""]
+    L += ["| direction | static grants | grant copy | ratio | copies by memcpy / grant copy (static run) | "
+          "(grant-copy run) |", "|---|---:|---:|---:|---|---|"]
+    for d in ("tx", "rx"):
+        a, b = st.get(d), cp.get(d)
+        pa, pb = (a or {}).get("per_packet"), (b or {}).get("per_packet")
+        def cps(x):
+            c = (x or {}).get("copies") or {}
+            return f"{fmt(c.get('static_grant_copies'), ',')} / {fmt(c.get('grant_copies'), ',')}"
+        L.append(f"| {d.upper()} | {fmt(pa, '.0f')} | {fmt(pb, '.0f')} | "
+                 f"{fmt(pa / pb if pa is not None and pb else None, '.2f')} | {cps(a)} | {cps(b)} |")
+    L.append("")
+    for d in ("tx", "rx"):
+        for label, x in (("static grants", st.get(d)), ("grant copy", cp.get(d))):
+            if x:
+                top = ", ".join(f"`{f['function']}` {f['per_packet']:.0f}" for f in x["functions_self"][:6])
+                L.append(f"- {d.upper()}, {label}: {x['per_packet']:.0f} instructions per packet. Top (self): {top}.")
+    return L + [""]
+
+
+def nb_static_over_copy(R, d):
+    a, b = (R.get("nbprof") or {}).get(d), (R.get("nbprof_copy") or {}).get(d)
+    return (a["per_packet"], b["per_packet"]) if a and b else (None, None)
+
+
 def wakeup_run(pktgen_json, l3fwd_log):
     """First frame in to first frame out, per round of xpv-pktgen --rounds
     (its first round, the cold start, left out): median and p99 in us, and
@@ -204,7 +248,7 @@ def collect(logs, root):
                 runs.append(json.loads(line))
     R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
          "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {},
-         "tcp": {}, "sgrants": {}}
+         "tcp": {}, "sgrants": {}, "nbprof_copy": {}}
     for r in runs:
         k = r["kind"]
         if k == "sgrants":
@@ -293,9 +337,12 @@ def collect(logs, root):
                            "ring_full": sum(xs.get(f"q{q}_ring_full", 0) for q in range(nq)),
                            "spurious_events": sum(xs.get(f"q{q}_spurious_events", 0) for q in range(nq))}
         elif k == "nbprof":
+            # variant static (the default; older manifests have none) or copy (--no-static-grants)
             n = nb_packets(r["netback"], r["dir"])
             if n and os.path.exists(r["out"]):
-                R["nbprof"][r["dir"]] = cgprof.profile(r["out"], n, root=root, top=10)
+                into = R["nbprof_copy"] if r.get("variant") == "copy" else R["nbprof"]
+                into[r["dir"]] = dict(cgprof.profile(r["out"], n, root=root, top=10),
+                                      copies=nb_copies(r["netback"]))
         elif k == "seed":
             pg = load_json(r["pktgen"]) or {}
             if r.get("rc") == "0" and pg:
@@ -384,6 +431,8 @@ def summarise(R, machine, started, failed):
     # What bounds throughput.
     for d, p in R["nbprof"].items():
         J[f"netback_{d}_instr_per_pkt"] = round(p["per_packet"], 1)
+    for d, p in R["nbprof_copy"].items():
+        J[f"netback_{d}_copy_instr_per_pkt"] = round(p["per_packet"], 1)
     for n, w in R["wakeup"].items():
         k = n.replace("-", "_")
         J[f"{k}_median_us"], J[f"{k}_p99_us"] = w["median_us"], w["p99_us"]
@@ -396,8 +445,10 @@ def summarise(R, machine, started, failed):
     J["profiles"] = {f"{d}_b{b}_s{s}": {k: p[k] for k in ("per_packet", "functions_self",
                                                           "function_by_source", "lines")}
                      for (d, b, s), p in R["callgrind"].items() if b == 32}
-    J["netback_profiles"] = {d: {k: p[k] for k in ("per_packet", "functions_self", "lines")}
+    J["netback_profiles"] = {d: {k: p[k] for k in ("per_packet", "functions_self", "lines", "copies")}
                              for d, p in R["nbprof"].items()}
+    J["netback_copy_profiles"] = {d: {k: p[k] for k in ("per_packet", "functions_self", "lines", "copies")}
+                                  for d, p in R["nbprof_copy"].items()}
     # Targets.
     def tgt(name, value, op, limit, shown, met=None):
         if met is None:
@@ -414,6 +465,13 @@ def summarise(R, machine, started, failed):
     t_k, t_off, t_on = mbit("kernel bridge"), mbit("offloads off"), mbit("offloads on")
     on_off = t_on / t_off if t_on is not None and t_off else None
     on_k = t_on / t_k if t_on is not None and t_k else None
+    nb_targets = []
+    for d in ("tx", "rx"):
+        nb_s, nb_c = nb_static_over_copy(R, d)
+        nb_r = nb_s / nb_c if nb_s is not None and nb_c else None
+        nb_targets.append(tgt(f"xpv-netback {d.upper()} instructions/packet, static grants / grant copy", nb_r,
+                              "<=", TARGET_NB_STATIC_OVER_COPY,
+                              f"{fmt(nb_r, '.2f')} ({fmt(nb_s, '.0f')} / {fmt(nb_c, '.0f')})"))
     SG = sgrants_summary(R) or {}
     sg_ratio, sg_copy = SG.get("ratio_static"), SG.get("ratio_copy")
     J["sgrants"] = SG or None
@@ -432,6 +490,7 @@ def summarise(R, machine, started, failed):
             f"{fmt(ev.get('notifies_per_pkt'), '.4f')} (late-tx-rsp {fmt(late.get('notifies_per_pkt'), '.4f')})"),
         tgt("64-byte xenpv/memif with static grants (median of alternating rounds)", sg_ratio, ">=",
             TARGET_SG_RATIO_64, f"{fmt(sg_ratio, '.3f')} (grant copies: {fmt(sg_copy, '.3f')})"),
+        *nb_targets,
         tgt("TCP through a PV domU (real Xen), offloads on / off", on_off, ">=", TARGET_TCP_ON_OFF,
             f"{fmt(on_off, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_off, '.0f')} Mbit/s)"),
         tgt("TCP through a PV domU (real Xen), offloads on / kernel bridge", on_k, ">=", TARGET_TCP_ON_KERNEL,
@@ -1066,6 +1125,7 @@ def write_md(J, R, made, out):
     L += seed_md(R)
     L += tcp_md(R)
     L += sgrants_md(R)
+    L += nbprof_md(R)
 
     # Real Xen.
     L += ["## 5. Real Xen (`make e2e-xen`)", ""]
@@ -1125,7 +1185,8 @@ def terminal_table(J):
               f"notifies/pkt {fmt(e['notifies_per_pkt'], '.4f')}  delayed EOIs {fmt(e['delayed_eois'], ',')}")
     mq = "  ".join(f"{q} queue(s) {fmt(J.get(f'mq_mpps_q{q}'))}" for q in (1, 2, 4))
     print(f" {'multi-queue (Mpps)':20} {mq}")
-    nb = "  ".join(f"{d.upper()} {fmt(J.get(f'netback_{d}_instr_per_pkt'), '.0f')}" for d in ("tx", "rx"))
+    nb = "  ".join(f"{d.upper()} {fmt(J.get(f'netback_{d}_instr_per_pkt'), '.0f')} "
+                   f"(grant copy {fmt(J.get(f'netback_{d}_copy_instr_per_pkt'), '.0f')})" for d in ("tx", "rx"))
     print(f" {'netback instr/pkt':20} {nb}")
     for n, w in sorted(J.get("wakeup_runs", {}).items()):
         print(f" {n:20} first frame in to out: median {fmt(w['median_us'], '.0f')} us, p99 {fmt(w['p99_us'], '.0f')} us")
@@ -1148,6 +1209,8 @@ def main():
     ap.add_argument("--nbprof", nargs=3, metavar=("CALLGRIND", "NETBACK_JSON", "DIR"))
     ap.add_argument("--wakeup", nargs=2, metavar=("PKTGEN_JSON", "L3FWD_LOG"))
     ap.add_argument("--sgrants-table", metavar="MANIFEST", help="print the static-grants table of a bench's logs")
+    ap.add_argument("--nbprof-table", metavar="MANIFEST",
+                    help="print xpv-netback's per-packet instructions with and without static grants")
     ap.add_argument("--logs")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1164,6 +1227,9 @@ def main():
         return cmd_wakeup(*a.wakeup)
     if a.sgrants_table:
         print("\n".join(sgrants_md(collect(os.path.dirname(a.sgrants_table), a.root))))
+        return 0
+    if a.nbprof_table:
+        print("\n".join(nbprof_md(collect(os.path.dirname(a.nbprof_table), a.root))))
         return 0
     if not a.logs:
         ap.error("--logs is required")

@@ -77,10 +77,66 @@ inline uint32_t payload_offset(Proto p) {
   return p == Proto::kRaw ? kEthLen : kEthLen + kIpLen + kUdpLen;
 }
 
+// What follows a numbered frame's sequence number, byte i of the frame
+// (counted from the frame's start) up to its end:
+//  kRamp    (seq + i) & 0xff, what xpv-netback --mode source sends. It
+//           repeats every 256 bytes and every 256 frames: it cannot tell the
+//           pages (4096 bytes) of one frame apart, nor frame n from n + 256.
+//  kVaried  one of four patterns, by the frame's number n (seq's low 48
+//           bits), each keyed by h = the top byte(s) of seq * 2^64/phi, so
+//           that no shift within 64 KiB and no other frame leaves a frame
+//           unchanged: n % 4 == 0 (h + i + i / 256) & 0xff; 1 xorshift64
+//           bytes seeded by seq; 2 16-bit big-endian words (h16 + i / 2) at
+//           even i; 3 (~(h + i) + i / 256) & 0xff.
+enum class Pattern { kRamp, kVaried };
+
+// Writes the pattern of frame `seq` into p[from, len) (from >= 8 past the
+// payload offset: the sequence number comes first).
+inline void pattern(uint8_t* p, uint32_t from, uint32_t len, uint64_t seq, Pattern pat) {
+  if (pat == Pattern::kRamp) {
+    for (uint32_t i = from; i < len; ++i)
+      p[i] = static_cast<uint8_t>(seq + i);
+    return;
+  }
+  const uint64_t key = seq * 0x9E3779B97F4A7C15ull;
+  const uint32_t h = static_cast<uint32_t>(key >> 56);
+  switch (seq & 3) {
+    case 0:
+      for (uint32_t i = from; i < len; ++i)
+        p[i] = static_cast<uint8_t>(h + i + i / 256);
+      break;
+    case 1: {
+      uint64_t x = key | 1;
+      for (uint32_t i = from; i < len; ++i) {
+        if ((i - from) % 8 == 0) {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+        }
+        p[i] = static_cast<uint8_t>(x >> (8 * ((i - from) % 8)));
+      }
+      break;
+    }
+    case 2: {
+      const uint32_t h16 = static_cast<uint32_t>(key >> 48);
+      for (uint32_t i = from; i < len; ++i) {
+        const uint32_t w = (h16 + i / 2) & 0xffff;
+        p[i] = static_cast<uint8_t>(i % 2 ? w : w >> 8);
+      }
+      break;
+    }
+    default:
+      for (uint32_t i = from; i < len; ++i)
+        p[i] = static_cast<uint8_t>(~(h + i) + i / 256);
+      break;
+  }
+}
+
 // A numbered frame: the 8-byte sequence number at the payload offset, then
-// byte i = (seq + i) & 0xff up to the end of the frame.
+// the pattern up to the end of the frame.
 inline void numbered(uint8_t* p, uint32_t len, uint64_t seq, Proto proto, const xpv::MacAddr& dst,
-                     const xpv::MacAddr& src, uint32_t sip, uint32_t dip) {
+                     const xpv::MacAddr& src, uint32_t sip, uint32_t dip,
+                     Pattern pat = Pattern::kRamp) {
   const uint32_t off = payload_offset(proto);
   if (proto == Proto::kRaw) {
     eth(p, dst, src, kEthRaw);
@@ -94,8 +150,7 @@ inline void numbered(uint8_t* p, uint32_t len, uint64_t seq, Proto proto, const 
     put16(u + 6, 0);  // no UDP checksum (allowed for IPv4)
   }
   put64(p + off, seq);
-  for (uint32_t i = off + 8; i < len; ++i)
-    p[i] = static_cast<uint8_t>(seq + i);
+  pattern(p, off + 8, len, seq, pat);
 }
 
 // ARP request "who has tip, tell sip".

@@ -10,7 +10,8 @@
 // Numbered frames (also what xpv-netback --mode source sends): an 8-byte
 // big-endian sequence number (queue << 48 | n) at the payload offset (14 for
 // raw frames of ethertype 0x88b5, 42 for IPv4/UDP), then byte i of the frame
-// = (seq + i) & 0xff. Whatever forwards them may rewrite the headers.
+// = (seq + i) & 0xff, or with --pattern varied one of four patterns per frame
+// (packet.h). Whatever forwards them may rewrite the headers.
 #include <getopt.h>
 #include <poll.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ struct Options {
   xpv::QueueMode mode = xpv::QueueMode::kPoll;
   bool zero_copy = false;
   bool verify = true;
+  pkt::Pattern pattern = pkt::Pattern::kRamp;
   pkt::Proto proto = pkt::Proto::kRaw;
   xpv::MacAddr dst_mac{0x02, 0, 0, 0, 0, 0x01};
   uint32_t src_ip = 0xC0A86302;  // 192.168.99.2
@@ -123,6 +125,10 @@ void usage(FILE* f) {
       "  --dst-ip A.B.C.D         destination IPv4 address (default 192.168.99.1)\n"
       "  --mode poll|event        busy-poll, or sleep on the event channels (default poll)\n"
       "  --zero-copy              gen: build frames in the queue's granted pages\n"
+      "  --pattern ramp|varied    gen: the payload after the sequence number: the ramp\n"
+      "                             (seq + i) & 0xff (default), or one of four patterns per\n"
+      "                             frame that no page-sized shift leaves unchanged; varied\n"
+      "                             also checks each frame's length against what was sent\n"
       "  --no-verify              do not check payloads\n"
       "  --json FILE              write the results and every queue counter as JSON\n"
       "  --experiment-reap-tx-in-transmit\n"
@@ -163,6 +169,7 @@ int parse_args(int argc, char** argv, Options* o) {
                                  {"mode", required_argument, nullptr, 'm'},
                                  {"zero-copy", no_argument, nullptr, 'Z'},
                                  {"no-verify", no_argument, nullptr, 'N'},
+                                 {"pattern", required_argument, nullptr, 'y'},
                                  {"json", required_argument, nullptr, 'j'},
                                  {"quiet", no_argument, nullptr, 'Q'},
                                  {"help", no_argument, nullptr, 'h'},
@@ -288,6 +295,15 @@ int parse_args(int argc, char** argv, Options* o) {
       case 'N':
         o->verify = false;
         break;
+      case 'y':
+        if (std::strcmp(optarg, "ramp") == 0) {
+          o->pattern = pkt::Pattern::kRamp;
+        } else if (std::strcmp(optarg, "varied") == 0) {
+          o->pattern = pkt::Pattern::kVaried;
+        } else {
+          return bad_arg("--pattern", optarg, "expected ramp or varied");
+        }
+        break;
       case 'j':
         o->json = optarg;
         break;
@@ -379,6 +395,10 @@ int parse_args(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "xpv-pktgen: --tso and --csum-offload need --role tx --proto tcp/tcp6\n");
     return 2;
   }
+  if (o->pattern == pkt::Pattern::kVaried && (o->role != "gen" || o->tcp)) {
+    std::fprintf(stderr, "xpv-pktgen: --pattern varied needs --role gen (raw or udp frames)\n");
+    return 2;
+  }
   if (o->lro && !o->rx_csum) {
     std::fprintf(stderr,
                  "xpv-pktgen: --lro needs the checksum offload (large packets come with their "
@@ -438,8 +458,11 @@ struct QueueStats {
 };
 
 // Recognises one of our numbered frames; returns its sequence number or
-// UINT64_MAX for a foreign frame. Checks the pattern when asked.
-uint64_t check_numbered(const xpv::RxPacket& p, pkt::Proto proto, bool verify, QueueStats& st) {
+// UINT64_MAX for a foreign frame. Checks the pattern when asked (`want`: a
+// scratch buffer of xpv::kMaxPacketLen bytes), and with --pattern varied the
+// frame's length against what was sent (`o`'s sizes).
+uint64_t check_numbered(const xpv::RxPacket& p, pkt::Proto proto, const Options& o, uint8_t* want,
+                        QueueStats& st) {
   uint8_t h[64];
   const uint32_t off = pkt::payload_offset(proto);
   if (head(p, h, off + 8) < off + 8) return UINT64_MAX;
@@ -448,17 +471,15 @@ uint64_t check_numbered(const xpv::RxPacket& p, pkt::Proto proto, bool verify, Q
     return UINT64_MAX;
   }
   const uint64_t seq = pkt::get64(h + off);
-  if (verify) {
+  if (o.verify) {
+    bool ok = o.pattern == pkt::Pattern::kRamp || p.len == size_for(o, seq & 0xFFFFFFFFFFFFull);
+    if (ok) pkt::pattern(want, off + 8, p.len, seq, o.pattern);
     uint32_t at = 0;
-    bool ok = true;
     for (uint16_t f = 0; f < p.nfrags && ok; ++f) {
-      const uint8_t* d = p.frags[f].data;
-      for (uint32_t i = 0; i < p.frags[f].len; ++i, ++at) {
-        if (at >= off + 8 && d[i] != static_cast<uint8_t>(seq + at)) {
-          ok = false;
-          break;
-        }
-      }
+      const uint32_t n = std::min(p.frags[f].len, p.len - at);
+      const uint32_t skip = at < off + 8 ? std::min(off + 8 - at, n) : 0;
+      ok = std::memcmp(p.frags[f].data + skip, want + at + skip, n - skip) == 0;
+      at += n;
     }
     if (!ok) ++st.bad_payload;
   }
@@ -691,6 +712,7 @@ int main(int argc, char** argv) {
   } else {
     std::vector<std::vector<uint8_t>> bufs(kBurst, std::vector<uint8_t>(xpv::kMaxPacketLen));
     std::vector<uint8_t> refl(size_t{kBurst} * xpv::kMaxPacketLen);
+    std::vector<uint8_t> want(xpv::kMaxPacketLen);  // the pattern a frame should carry
     // Rounds: round r may send up to (r + 1) * --count frames in all; it
     // ends when each of them came back or was lost, then the link idles.
     uint32_t round = 0;
@@ -806,7 +828,8 @@ int main(int argc, char** argv) {
               }
               tcp_seq += tcp_payload[i];
             } else {
-              pkt::numbered(p, len, seq, o.proto, o.dst_mac, info.mac, o.src_ip, o.dst_ip);
+              pkt::numbered(p, len, seq, o.proto, o.dst_mac, info.mac, o.src_ip, o.dst_ip,
+                            o.pattern);
             }
           }
           const uint16_t sent = q.transmit(std::span<const xpv::TxPacket>(pkts, n));
@@ -848,7 +871,7 @@ int main(int argc, char** argv) {
             return true;
           }
           const pkt::Proto proto = o.role == "sink" ? pkt::Proto::kRaw : o.proto;
-          const uint64_t seq = check_numbered(p, proto, o.verify, s);
+          const uint64_t seq = check_numbered(p, proto, o, want.data(), s);
           if (seq == UINT64_MAX) {
             ++s.foreign;  // not ours (ARP, a broadcast...): not counted as received
             return true;
@@ -957,8 +980,10 @@ int main(int argc, char** argv) {
   const double elapsed = now_s() - t0;
 
   xpv::QueueCounters total{};
+  std::vector<xpv::QueueCounters> per_queue(o.queues);
   for (uint32_t qi = 0; qi < o.queues; ++qi) {
     const xpv::QueueCounters c = d.queue(qi).counters();
+    per_queue[qi] = c;
     for (const auto& ci : xpv::kQueueCounterInfo) {
       *reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(&total) + ci.offset) +=
           xpv::counter_value(c, ci);
@@ -1025,6 +1050,20 @@ int main(int argc, char** argv) {
       for (const auto& ci : xpv::kQueueCounterInfo) {
         std::fprintf(f, ",\"%s\":%" PRIu64, ci.name, xpv::counter_value(total, ci));
       }
+      // Every queue's own counters (e.g. which copy mode its backend runs).
+      std::fprintf(f, ",\"per_queue\":[");
+      for (uint32_t qi = 0; qi < o.queues; ++qi) {
+        const xpv::QueueCounters& c = per_queue[qi];
+        std::fprintf(f, "%s{", qi ? "," : "");
+        bool first = true;
+        for (const auto& ci : xpv::kQueueCounterInfo) {
+          std::fprintf(f, "%s\"%s\":%" PRIu64, first ? "" : ",", ci.name,
+                       xpv::counter_value(c, ci));
+          first = false;
+        }
+        std::fprintf(f, "}");
+      }
+      std::fprintf(f, "]");
       std::fprintf(f, ",\"rounds\":[");
       for (size_t r = 0; r < rounds.size(); ++r) {
         const Round& x = rounds[r];

@@ -12,7 +12,8 @@
 #   3. multi-queue: testpmd io over 1, 2 and 4 queues against xpv-netback
 #   4. event mode under sustained traffic: xpv-pktgen --mode event against
 #      xpv-netback, also with --fault late-tx-rsp
-#   5. what bounds throughput: callgrind of xpv-netback's worker per packet
+#   5. what bounds throughput: callgrind of xpv-netback's worker per packet,
+#      with static grants and with grant copies (--no-static-grants)
 #   6. the real-Xen figures of `make e2e-xen` when it has run
 #   7. wake-up latency from sleep: l3fwd-power --interrupt-only over net_xenpv,
 #      first frame in to first frame out, after idle and without
@@ -25,6 +26,8 @@
 #     --quick        shorter runs (a smoke test of the whole pipeline)
 #     --only wakeup  only the wake-up latency runs (7.), printed, no report;
 #                    logs in BUILD/bench-logs-wakeup/
+#     --only nbprof  only xpv-netback's profiles (5.), both modes, their table
+#                    printed, no report; logs in BUILD/bench-logs-nbprof/
 #
 # Raw logs stay in BUILD/bench-logs/ (not for committing). Timings on a shared
 # 2-core VM are noisy: compare ratios measured in the same run only.
@@ -53,9 +56,9 @@ while (($#)); do
     --seconds) SECS=${2:?--seconds needs a number}; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --only) ONLY=${2:?--only needs a name}; shift 2
-      [[ $ONLY == wakeup || $ONLY == seed || $ONLY == tcp || $ONLY == sgrants ]] ||
-        { echo "bench: --only '$ONLY': expected wakeup, seed, tcp or sgrants" >&2; exit 2; } ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+      [[ $ONLY == wakeup || $ONLY == seed || $ONLY == tcp || $ONLY == sgrants || $ONLY == nbprof ]] ||
+        { echo "bench: --only '$ONLY': expected wakeup, seed, tcp, sgrants or nbprof" >&2; exit 2; } ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -415,6 +418,58 @@ if [[ $ONLY == wakeup ]]; then
 fi
 
 
+# What bounds throughput: instructions per packet of the backend half in the
+# TX (sink) and RX (source) setups of the throughput step, collected inside
+# its worker's ring handling only; with static grants (the default: memcpy
+# into the pages the frontend registered) and without (--no-static-grants:
+# a grant copy per buffer, what Linux netback does), in the same run.
+run_nb_profile() {  # run_nb_profile DIR [copy]
+  local dir=$1 variant=${2:-} name nbmode fwd nbargs=()
+  name=nbprof-$dir${variant:+-$variant}
+  [[ $variant == copy ]] && nbargs=(--no-static-grants)
+  if [[ $dir == tx ]]; then nbmode=sink fwd=txonly; else nbmode=source fwd=rxonly; fi
+  NB_SOCK=$RUN/$name.sock
+  taskset -c 0 valgrind --tool=callgrind --collect-atstart=no \
+    --toggle-collect='xpv::netback::Queue::tx_action*' --toggle-collect='xpv::netback::Queue::service*' \
+    --callgrind-out-file="$LOGS/$name.callgrind" \
+    "$NETBACK" --socket "$NB_SOCK" --stats-file "$LOGS/$name.netback.json" --mode "$nbmode" --busy-poll \
+    --source-size 64 "${nbargs[@]}" >"$LOGS/$name.netback.log" 2>&1 &
+  NB_PID=$!
+  PIDS+=("$NB_PID")
+  if ! wait_for "$LOGS/$name.netback.log" "listening on" "$NB_PID" 60; then
+    fail "$name: xpv-netback under valgrind did not start"
+    stop_pid "$NB_PID" KILL 1
+    return
+  fi
+  start_testpmd "$name" 0 -d "$PMD" --vdev "net_xenpv0,backend=sim:$NB_SOCK" -- \
+    "${TESTPMD_COMMON[@]}" --forward-mode="$fwd" --txpkts=64
+  local tp=$TP_PID
+  if wait_for "$LOGS/$name.testpmd.log" "Rx-pps" "$tp" 60; then
+    nap "$NB_PROF_SECS"
+  else
+    fail "$name: testpmd did not start forwarding"
+  fi
+  stop_pid "$tp" INT 20
+  stop_pid "$NB_PID" TERM 60 || warn "xpv-netback (valgrind) exited with status $?"
+  NB_PID=
+  record kind=nbprof dir="$dir" variant="${variant:-static}" out="$LOGS/$name.callgrind" \
+    netback="$LOGS/$name.netback.json"
+  info "netback $dir${variant:+ ($variant)}: $(python3 "$ROOT/bench/report.py" --nbprof "$LOGS/$name.callgrind" "$LOGS/$name.netback.json" "$dir" 2>&1)"
+}
+nbprof_step() {
+  step "what bounds throughput: xpv-netback's worker under callgrind, ${NB_PROF_SECS}s per direction, with and without static grants"
+  run_nb_profile tx
+  run_nb_profile tx copy
+  run_nb_profile rx
+  run_nb_profile rx copy
+  python3 "$ROOT/bench/report.py" --nbprof-table "$MANIFEST" || warn "no xpv-netback profile table"
+}
+if [[ $ONLY == nbprof ]]; then
+  nbprof_step
+  printf '\n[bench %4ss] done (--only nbprof: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
+  exit $((FAILED > 0))
+fi
+
 if [[ $ONLY != sgrants ]]; then  # --only sgrants: straight to the throughput setups
 # ---------------------------------------------------------------------------
 step "building the benchmark binaries"
@@ -619,42 +674,7 @@ run_event event-late-tx-rsp --fault late-tx-rsp --fault-arg 1 --fault-after 1000
 seed_step
 
 # ---------------------------------------------------------------------------
-step "what bounds throughput: xpv-netback's worker under callgrind, ${NB_PROF_SECS}s per direction"
-# Instructions per packet of the backend half in the same TX (sink) and RX
-# (source) setups, collected inside its worker's ring handling only.
-run_nb_profile() {  # run_nb_profile DIR
-  local dir=$1 name nbmode fwd
-  name=nbprof-$dir
-  if [[ $dir == tx ]]; then nbmode=sink fwd=txonly; else nbmode=source fwd=rxonly; fi
-  NB_SOCK=$RUN/$name.sock
-  taskset -c 0 valgrind --tool=callgrind --collect-atstart=no \
-    --toggle-collect='xpv::netback::Queue::tx_action*' --toggle-collect='xpv::netback::Queue::service*' \
-    --callgrind-out-file="$LOGS/$name.callgrind" \
-    "$NETBACK" --socket "$NB_SOCK" --stats-file "$LOGS/$name.netback.json" --mode "$nbmode" --busy-poll \
-    --source-size 64 >"$LOGS/$name.netback.log" 2>&1 &
-  NB_PID=$!
-  PIDS+=("$NB_PID")
-  if ! wait_for "$LOGS/$name.netback.log" "listening on" "$NB_PID" 60; then
-    fail "$name: xpv-netback under valgrind did not start"
-    stop_pid "$NB_PID" KILL 1
-    return
-  fi
-  start_testpmd "$name" 0 -d "$PMD" --vdev "net_xenpv0,backend=sim:$NB_SOCK" -- \
-    "${TESTPMD_COMMON[@]}" --forward-mode="$fwd" --txpkts=64
-  local tp=$TP_PID
-  if wait_for "$LOGS/$name.testpmd.log" "Rx-pps" "$tp" 60; then
-    nap "$NB_PROF_SECS"
-  else
-    fail "$name: testpmd did not start forwarding"
-  fi
-  stop_pid "$tp" INT 20
-  stop_pid "$NB_PID" TERM 60 || warn "xpv-netback (valgrind) exited with status $?"
-  NB_PID=
-  record kind=nbprof dir="$dir" out="$LOGS/$name.callgrind" netback="$LOGS/$name.netback.json"
-  info "netback $dir: $(python3 "$ROOT/bench/report.py" --nbprof "$LOGS/$name.callgrind" "$LOGS/$name.netback.json" "$dir" 2>&1)"
-}
-run_nb_profile tx
-run_nb_profile rx
+nbprof_step
 
 wakeup_step
 

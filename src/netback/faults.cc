@@ -98,8 +98,6 @@ void Queue::fault_rx_response(RxSlot& slot, uint64_t packet_ordinal) {
 }
 
 void Queue::fault_after_rx_packet() {
-  ++rx_packets_total_;
-  if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packet();
   if (cfg_.fault == Fault::kStallRx && !stall_rx_active_ && rx_packets_total_ >= cfg_.fault_after) {
     // Stop consuming RX requests and producing RX responses. The frontend
     // keeps requests posted, so stall detection (no request posted) stays

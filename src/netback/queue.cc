@@ -186,6 +186,12 @@ bool Queue::rx_event_work() {
 }
 
 bool Queue::service(uint64_t now) {
+  // Nothing below can have work: no late TX responses, no TX left over, no
+  // bridge inbox, nothing queued for RX nor a stall to end, no generator.
+  if (late_count_ == 0 && !tx_more_ && !inbox_ && fifo_.empty() && !stalled_ &&
+      cfg_.mode != Mode::kSource) {
+    return false;
+  }
   bool again = false;
   if (late_count_) tx_release_late(now);
   if (tx_more_ && !tx_poisoned_) tx_action();
@@ -287,15 +293,19 @@ void Queue::run_busy_poll() {
     }
     ring::store_relaxed(tx_.header()->req_event, tx_.req_cons() + kDisarm);
     ring::store_relaxed(rx_.header()->req_event, rx_.req_cons() + kDisarm);
-    bool work = tx_action();
+    // The TX ring is served when it has requests (or an impossible
+    // req_prod, which tx_action reports): with none, tx_action would only
+    // push no responses. Idle spins stay cheap.
+    const ring::Available a = tx_.available_requests();
+    bool work = (a.count > 0 || a.overflow || tx_more_) && tx_action();
     work |= service(now_ns());
     if (!work) std::this_thread::yield();
   }
 }
 
 void Queue::copy_batch(std::vector<GrantCopyOp>& ops) {
-  const GrefTable* t = grants_ ? grants_->acquire() : nullptr;
-  if (t == nullptr || t->size() == 0) {
+  const GrefTable* t = batch_grants_;
+  if (t == nullptr) {
     Status s = mapper_.copy(std::span<GrantCopyOp>(ops));
     if (s.failed()) {
       for (auto& op : ops)

@@ -85,8 +85,9 @@ class Queue {
   struct RxSlot {
     netif::RxRequest req;
     netif::RxResponse rsp;  // or, for an extra-info slot, its netif_extra_info
-    int32_t op;             // its grant copy in rx_ops_, -1 for an extra-info slot
+    int32_t op;  // its grant copy in rx_ops_; kNoOp: an extra-info slot, or copied at once
   };
+  static constexpr int32_t kNoOp = -1;
   struct RxPacket {
     uint32_t slot_begin, slot_end;  // into rx_slots_
     uint32_t len;
@@ -110,8 +111,26 @@ class Queue {
   // What wakes the worker (stop, and in bridge mode other workers' frames).
   int wake_fd() const { return inbox_ ? inbox_->wake_fd() : wake_.get(); }
 
-  // The batch's copies: memcpy for the grants registered as static grants
-  // (after the page bound check a grant copy makes), one grant copy batch
+  // Static grants, per batch: tx_action and rx_action take the newest table
+  // once, at their start (StaticGrants::acquire(), which lets the control
+  // thread unmap what an older table had); building a request's copy then
+  // finds its page with one table lookup and copies at once with memcpy,
+  // no op and no hypervisor call. Nothing keeps a page pointer past the
+  // batch.
+  void take_grants() {
+    const GrefTable* t = grants_ ? grants_->acquire() : nullptr;
+    batch_grants_ = t != nullptr && t->size() != 0 ? t : nullptr;
+  }
+  // The mapped page of `ref` when it is a static grant of this batch's table
+  // that may be used this way (written only when mapped writable), else nullptr.
+  uint8_t* static_page(grant_ref_t ref, bool write) const {
+    if (batch_grants_ == nullptr) return nullptr;
+    const GrefTable::Page* p = batch_grants_->find(ref);
+    return p != nullptr && (p->writable || !write) ? p->data : nullptr;
+  }
+  // The batch's copies that were not served at once: memcpy for the grants
+  // of the batch's table (after the page bound check a grant copy makes:
+  // one out of bounds fails as the grant copy would), one grant copy batch
   // for the others; each op's status says how it went.
   void copy_batch(std::vector<GrantCopyOp>& ops);
 
@@ -121,10 +140,31 @@ class Queue {
   void tx_flush();
   void tx_drop(const netif::TxRequest& first, uint32_t extra_count, uint32_t nfrags,
                Counter& reason);
-  void tx_respond(uint16_t id, int16_t status, bool extra);
-  void tx_write_response(uint16_t id, int16_t status, bool extra);
+  // A TX response; without a fault to inject it goes straight to the ring
+  // (inline: once per slot).
+  void tx_respond(uint16_t id, int16_t status, bool extra) {
+    if (cfg_.fault != Fault::kNone) {
+      tx_respond_faulty(id, status, extra);
+      return;
+    }
+    tx_write_response(id, status, extra);
+  }
+  void tx_respond_faulty(uint16_t id, int16_t status, bool extra);  // late-tx-rsp may hold it
+  // make_tx_response(): the response goes in the next response slot. An
+  // extra slot's response gets only its status (NETIF_RSP_NULL): its id
+  // keeps whatever the slot holds, as in Linux.
+  void tx_write_response(uint16_t id, int16_t status, bool extra) {
+    netif::TxResponse& r = tx_.next_response();
+    if (!extra) {
+      r.id = cfg_.fault == Fault::kNone ? id : fault_tx_id(id);
+      last_tx_rsp_id_ = id;
+      ++tx_rsp_count_;
+    }
+    r.status = status;
+    tx_.commit_response();
+  }
   void tx_push();
-  void tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx);
+  void tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx);  // loopback, bridge
   void tx_release_late(uint64_t now);
 
   // ---- RX (rx.cc): xenvif_rx_action ----
@@ -140,6 +180,11 @@ class Queue {
   void rx_extra_slot(const netif::ExtraInfo& e);
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
+  // RX requests the packet takes: one per page, one per extra.
+  static uint32_t rx_slots_needed(const RxFifo::Packet& p) {
+    constexpr uint32_t kPage = static_cast<uint32_t>(kPageSize);
+    return (p.len + kPage - 1) / kPage + (p.meta.gso_type ? 1 : 0) + (p.meta.has_hash ? 1 : 0);
+  }
 
   // ---- bridge mode (bridge.cc) ----
   void bridge_forward(const uint8_t* data, uint32_t len, const FrameMeta& tx, uint64_t now);
@@ -157,7 +202,7 @@ class Queue {
   void fault_after_tx_push();
   void fault_start_late();
   void fault_rx_response(RxSlot& slot, uint64_t packet_ordinal);
-  void fault_after_rx_packet();
+  void fault_after_rx_packet();  // after rx_packets_total_ counted the packet
 
   VifContext& vif_;
   const Config& cfg_;
@@ -216,9 +261,10 @@ class Queue {
   uint64_t late_delay_ns_ = 0;
 
   // ---- copies ----
-  StaticGrants* grants_ = nullptr;       // this queue's (vif_.static_grants)
-  std::vector<GrantCopyOp> copy_rest_;   // reserved: the ops left for grant copy
-  std::vector<uint32_t> copy_rest_idx_;  // their indices in the batch
+  StaticGrants* grants_ = nullptr;           // this queue's (vif_.static_grants)
+  const GrefTable* batch_grants_ = nullptr;  // take_grants(): the batch's table, or none
+  std::vector<GrantCopyOp> copy_rest_;       // reserved: the ops left for grant copy
+  std::vector<uint32_t> copy_rest_idx_;      // their indices in the batch
 
   // ---- RX ----
   RxFifo fifo_;

@@ -13,12 +13,6 @@
 
 namespace xpv::netback {
 
-namespace {
-uint32_t slots_for(uint32_t len) {
-  return (len + static_cast<uint32_t>(kPageSize) - 1) / static_cast<uint32_t>(kPageSize);
-}
-}  // namespace
-
 // What Linux does to a frame between a frontend's TX and this frontend's RX,
 // by what this frontend negotiated (xenvif_fix_features: no feature-sg, no
 // TSO; feature-no-csum-offload, no checksum offload; no
@@ -99,7 +93,7 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
 void Queue::rx_extra_slot(const netif::ExtraInfo& e) {
   RxSlot x{};
   x.req = rx_.take_request();
-  x.op = -1;
+  x.op = kNoOp;
   std::memcpy(&x.rsp, &e, sizeof e);
   rx_slots_.push_back(x);
 }
@@ -137,9 +131,7 @@ void Queue::rx_arm_event(uint32_t prod) {
 // for a HASH extra), else ask to be told about the next one.
 bool Queue::rx_ready_for_head() {
   if (fifo_.empty()) return false;
-  const FrameMeta& m = fifo_.front().meta;
-  const uint32_t needed =
-      slots_for(fifo_.front().len) + (m.gso_type ? 1 : 0) + (m.has_hash ? 1 : 0);
+  const uint32_t needed = rx_slots_needed(fifo_.front());
   auto a = rx_requests();
   if (a.overflow || a.count >= needed) return true;
   if (cfg_.busy_poll) return false;
@@ -150,13 +142,22 @@ bool Queue::rx_ready_for_head() {
 
 bool Queue::rx_action() {
   if (stall_rx_active_ || vif_.disabled.load(std::memory_order_relaxed)) return false;
+  take_grants();
   bool delivered = false;
   const uint64_t now = now_ns();
+  // The posted requests, read once; read again (req_event armed) only when
+  // the head packet needs more than are left.
+  ring::Available a = rx_requests();
   while (!fifo_.empty() && rx_pkts_.size() < kRxBatchPackets) {
-    if (!rx_ready_for_head()) break;  // RX stall: the packet waits
-    const auto a = rx_requests();
     if (a.overflow) break;  // fatal, reported
     const RxFifo::Packet& p = fifo_.front();
+    const uint32_t needed = rx_slots_needed(p);
+    if (a.count < needed) {
+      if (!rx_ready_for_head()) break;  // RX stall: the packet waits
+      a = rx_requests();
+      if (a.overflow || a.count < needed) break;
+    }
+    a.count -= needed;  // what the slots below take
     const uint8_t* data = fifo_.data(p);
     RxPacket rp{static_cast<uint32_t>(rx_slots_.size()), 0, p.len};
     // xenvif_rx_skb() / xenvif_rx_data_slot(): one slot per page of data,
@@ -169,15 +170,23 @@ bool Queue::rx_action() {
     while (done < p.len) {
       const netif::RxRequest req = rx_.take_request();
       const uint32_t chunk = std::min<uint32_t>(p.len - done, static_cast<uint32_t>(kPageSize));
-      GrantCopyOp op;
-      op.source = {false, 0, 0, 0, const_cast<uint8_t*>(data + done)};
-      op.dest = {true, vif_.domid, req.gref, 0, nullptr};
-      op.len = static_cast<uint16_t>(chunk);
-      rx_ops_.push_back(op);
-      done += chunk;
       RxSlot s{};
       s.req = req;
-      s.op = static_cast<int32_t>(rx_ops_.size() - 1);
+      s.op = kNoOp;
+      if (uint8_t* page = static_page(req.gref, true)) {
+        // A static grant mapped writable: copied into at once (offset 0,
+        // at most a page).
+        std::memcpy(page, data + done, chunk);
+        ctr_.static_grant_copies.add();
+      } else {
+        GrantCopyOp op;
+        op.source = {false, 0, 0, 0, const_cast<uint8_t*>(data + done)};
+        op.dest = {true, vif_.domid, req.gref, 0, nullptr};
+        op.len = static_cast<uint16_t>(chunk);
+        rx_ops_.push_back(op);
+        s.op = static_cast<int32_t>(rx_ops_.size() - 1);
+      }
+      done += chunk;
       s.rsp.id = req.id;
       s.rsp.offset = 0;
       uint16_t flags = done < p.len ? netif::kRxMoreData : 0;
@@ -223,7 +232,7 @@ bool Queue::rx_action() {
 // into an error, write the responses, push once, notify if asked.
 void Queue::rx_flush() {
   if (rx_pkts_.empty()) return;
-  copy_batch(rx_ops_);
+  if (!rx_ops_.empty()) copy_batch(rx_ops_);
   for (const RxPacket& p : rx_pkts_) {
     bool ok = true;
     const uint64_t ordinal = rx_packets_total_;
@@ -235,7 +244,7 @@ void Queue::rx_flush() {
         ctr_.rx_bad_requests.add();
         ok = false;
       }
-      if (i == p.slot_begin) fault_rx_response(slot, ordinal);
+      if (i == p.slot_begin && cfg_.fault != Fault::kNone) fault_rx_response(slot, ordinal);
       rx_.next_response() = slot.rsp;
       rx_.commit_response();
     }
@@ -243,7 +252,9 @@ void Queue::rx_flush() {
       ctr_.rx_packets.add();
       ctr_.rx_bytes.add(p.len);
     }
-    fault_after_rx_packet();
+    ++rx_packets_total_;
+    if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packet();
+    if (cfg_.fault != Fault::kNone) fault_after_rx_packet();
   }
   rx_pkts_.clear();
   rx_ops_.clear();
@@ -264,6 +275,7 @@ void Queue::rx_drop_expired(uint64_t now) {
 // off: what is queued and what arrives is dropped) until it posts again.
 bool Queue::rx_check_stall(uint64_t now) {
   if (vif_.stall_timeout_ns == 0) return false;
+  if (!stalled_ && fifo_.empty()) return false;  // nothing waits: no stall to detect
   const auto a = rx_requests();
   if (a.overflow) return false;
   if (!stalled_) {

@@ -8,6 +8,7 @@
 // full) shows as a gap.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 
 #include "netback/queue.h"
@@ -30,8 +31,9 @@ void Queue::source_fill(uint8_t* frame, uint32_t len, uint64_t seq) const {
   std::memcpy(frame + 6, kSrcMac, 6);
   frame[12] = 0x88;
   frame[13] = 0xb5;
-  for (int i = 0; i < 8; ++i)
-    frame[14 + i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
+  // The sequence number big-endian, stored in one go.
+  const uint64_t be = std::endian::native == std::endian::little ? __builtin_bswap64(seq) : seq;
+  std::memcpy(frame + 14, &be, sizeof be);
   // Byte i is (seq + i) mod 256: a slice of a ramp 0, 1, ..., 255, 0, ...
   // copied in one go, as a generator copies a prepared template.
   std::memcpy(frame + 22, kRamp.data() + ((seq + 22) & 0xff), len - 22);

@@ -23,10 +23,15 @@ bool Queue::tx_action() {
   bool found = false;
   uint32_t done = 0;
   tx_more_ = false;
+  take_grants();
+  // The requests left to take: req_prod is read again once they are taken.
+  ring::Available a{};
   for (;;) {
     if (vif_.disabled.load(std::memory_order_relaxed)) break;
-    auto a = tx_requests();
-    if (a.overflow) break;  // fatal, reported
+    if (a.count == 0) {
+      a = tx_requests();
+      if (a.overflow) break;  // fatal, reported
+    }
     if (a.count == 0) {
       // Respond to what we have, then re-arm (RING_FINAL_CHECK_FOR_REQUESTS
       // in xenvif_napi_schedule_or_enable_events). Busy polling keeps the
@@ -34,7 +39,10 @@ bool Queue::tx_action() {
       tx_flush();
       if (cfg_.busy_poll) break;
       a = tx_.final_check_for_requests();
-      if (a.overflow) continue;  // reported by tx_requests() above
+      if (a.overflow) {
+        a = {};
+        continue;  // reported by tx_requests() above
+      }
       if (a.count == 0) break;
     }
     if (done >= kTxPacketsPerCall) {
@@ -48,7 +56,9 @@ bool Queue::tx_action() {
       tx_flush();
     }
     found = true;
+    const uint32_t cons = tx_.req_cons();
     if (tx_build_one(a.count) < 0) break;
+    a.count -= tx_.req_cons() - cons;  // the slots the packet took
     ++done;
   }
   tx_flush();
@@ -205,6 +215,15 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   uint32_t at = staging_used_;
   auto add_copy = [&](const TxRequest& r, uint16_t len) {
     if (len == 0) return;
+    // A static grant's page is copied from at once (the bounds are checked
+    // above; out of them, the op below fails as a grant copy would).
+    if (const uint8_t* page = static_page(r.gref, false);
+        page != nullptr && uint32_t{r.offset} + len <= kPageSize) {
+      std::memcpy(staging_.get() + at, page + r.offset, len);
+      ctr_.static_grant_copies.add();
+      at += len;
+      return;
+    }
     GrantCopyOp op;
     op.source = {true, vif_.domid, r.gref, r.offset, nullptr};
     op.dest = {false, 0, 0, 0, staging_.get() + at};
@@ -274,7 +293,10 @@ void Queue::tx_flush() {
             meta.flags |= netif::kTxCsumBlank | netif::kTxDataValidated;
           }
         }
-        tx_deliver(data, p.len, meta);
+        // Sink and source modes sink what the frontend transmits.
+        if (cfg_.mode == Mode::kLoopback || cfg_.mode == Mode::kBridge) {
+          tx_deliver(data, p.len, meta);
+        }
         if (cfg_.mode != Mode::kSource) vif_.count_reconnect_packet();
       } else {
         log_debug("%s-q%u: grant copy of a TX packet failed", vif_.name.c_str(), index());
@@ -290,7 +312,7 @@ void Queue::tx_flush() {
   tx_push();
 }
 
-void Queue::tx_respond(uint16_t id, int16_t status, bool extra) {
+void Queue::tx_respond_faulty(uint16_t id, int16_t status, bool extra) {
   if (cfg_.fault == Fault::kLateTxRsp && !late_active_ && tx_rsp_count_ >= cfg_.fault_after) {
     fault_start_late();
   }
@@ -304,20 +326,6 @@ void Queue::tx_respond(uint16_t id, int16_t status, bool extra) {
     return;
   }
   tx_write_response(id, status, extra);
-}
-
-// make_tx_response(): the response goes in the next response slot. An extra
-// slot's response gets only its status (NETIF_RSP_NULL): its id keeps
-// whatever the slot holds, as in Linux.
-void Queue::tx_write_response(uint16_t id, int16_t status, bool extra) {
-  netif::TxResponse& r = tx_.next_response();
-  if (!extra) {
-    r.id = fault_tx_id(id);
-    last_tx_rsp_id_ = id;
-    ++tx_rsp_count_;
-  }
-  r.status = status;
-  tx_.commit_response();
 }
 
 void Queue::tx_push() {
@@ -340,10 +348,10 @@ void Queue::tx_release_late(uint64_t now) {
 }
 
 void Queue::tx_deliver(const uint8_t* data, uint32_t len, const FrameMeta& tx) {
-  if (cfg_.mode != Mode::kLoopback) {
+  if (cfg_.mode == Mode::kBridge) {
     // The bridge's target applies its own offloads (rx_enqueue).
-    if (cfg_.mode == Mode::kBridge) bridge_forward(data, len, tx, now_ns());
-    return;  // sink, or source: TX is sunk
+    bridge_forward(data, len, tx, now_ns());
+    return;
   }
   // Loopback: this queue's RX, unless the vif's hash mapping names
   // another queue (xenvif_select_queue).

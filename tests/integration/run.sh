@@ -3,8 +3,9 @@
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
 # Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
 # offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
-# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), features (the NIC
-# features table against the driver).
+# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), static-grants
+# (static_grants.sh alone, also part of netfront), features (the NIC features table against the
+# driver).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=build
@@ -55,6 +56,12 @@ if want netfront; then
   fi
   source tests/integration/offload.sh
   check_offloads
+  source tests/integration/static_grants.sh
+  check_static_grants_million
+fi
+if [[ $ONLY == static-grants ]]; then
+  source tests/integration/static_grants.sh
+  check_static_grants_million
 fi
 if [[ $ONLY == offload ]]; then
   source tests/integration/offload.sh
