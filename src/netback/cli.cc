@@ -347,6 +347,9 @@ Status check_combinations(const CliOptions& o, bool fault_after_given, bool faul
       case Fault::kReconnect:
       case Fault::kReattach:
       case Fault::kXsStateUndefined:
+      case Fault::kCtrlNoAnswer:  // which control request (ctrl_ring.cc)
+      case Fault::kCtrlWrongId:
+      case Fault::kCtrlBadStatus:
         break;
       default:
         return make_error(EINVAL,
