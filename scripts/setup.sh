@@ -32,6 +32,7 @@ PACKAGES=(
   doxygen python3-docutils      # make docs: API reference, NIC guide page (rst2html --strict)
   dpkg-dev debhelper lintian python3-pyelftools  # make deb and its test (dpdk-pmdinfo.py)
   nlohmann-json3-dev            # xpv-netback's stats file
+  libcli11-dev                  # xpv-netback's command line
   xz-utils ca-certificates
 )
 
@@ -136,7 +137,7 @@ fetch_sdk_headers() {
 # arm64 packages unpacked into the sysroot: what the library, the tools, the
 # PMD and the unit tests link against, and what they load at run time under
 # qemu-aarch64 -L (libstdc++6 is not a dependency of the -dev packages).
-ARM64_PACKAGES=(libxen-dev libdpdk-dev libgtest-dev libgmock-dev libstdc++6 nlohmann-json3-dev)
+ARM64_PACKAGES=(libxen-dev libdpdk-dev libgtest-dev libgmock-dev libstdc++6 nlohmann-json3-dev libcli11-dev)
 # Dependencies left out: the cross toolchain brings its own C library headers,
 # crt files and libc.so (libc6-dev-arm64-cross); Debian's arm64 libc6-dev's
 # linker scripts name /lib/aarch64-linux-gnu/libc.so.6 absolutely, which
