@@ -284,9 +284,9 @@ bool Queue::rx_check_stall(uint64_t now) {
     if (now - since < vif_.stall_timeout_ns) return false;
     // xenvif_queue_carrier_off().
     stalled_ = true;
+    ctr_.rx_dropped_stalled.add(fifo_.size());
     ctr_.rx_stalls.add();
     if (vif_.stalled_queues.fetch_add(1) == 0) log_info("%s: Guest Rx stalled", vif_.name.c_str());
-    ctr_.rx_dropped_stalled.add(fifo_.size());
     fifo_.clear();
     if (!cfg_.busy_poll) {
       // Hear about the next request even with nothing queued.
