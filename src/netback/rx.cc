@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "netback/batch.h"
 #include "netback/clock.h"
 #include "netback/offload.h"
 #include "netback/queue.h"
@@ -176,7 +177,7 @@ bool Queue::rx_action() {
       if (uint8_t* page = static_page(req.gref, true)) {
         // A static grant mapped writable: copied into at once (offset 0,
         // at most a page).
-        std::memcpy(page, data + done, chunk);
+        copy_frame_bytes(page, data + done, chunk);
         ctr_.static_grant_copies.add();
       } else {
         GrantCopyOp op;

@@ -130,14 +130,14 @@ int Queue::tx_build_one(uint32_t work_to_do) {
       if (slots >= work_to_do) {
         ctr_.fatal_errors.add();
         vif_.report_fatal("Asked for %u slots but exceeds this limit", work_to_do);
-        tx_frag_ids_.resize(frag_ids_at);
+        tx_frag_ids_.truncate(frag_ids_at);
         return -1;
       }
       // This guest is really using too many slots: malicious.
       if (slots >= kFatalSkbSlots) {
         ctr_.fatal_errors.add();
         vif_.report_fatal("Malicious frontend using %u slots, threshold %u", slots, kFatalSkbSlots);
-        tx_frag_ids_.resize(frag_ids_at);
+        tx_frag_ids_.truncate(frag_ids_at);
         return -1;
       }
       // More than XEN_NETBK_LEGACY_SLOTS_MAX after the first: dropped.
@@ -153,7 +153,7 @@ int Queue::tx_build_one(uint32_t work_to_do) {
       if (uint32_t{t.offset} + t.size > kPageSize) {
         ctr_.fatal_errors.add();
         vif_.report_fatal("Cross page boundary, txp->offset: %u, size: %u", t.offset, t.size);
-        tx_frag_ids_.resize(frag_ids_at);
+        tx_frag_ids_.truncate(frag_ids_at);
         return -1;
       }
       more = (t.flags & netif::kTxMoreData) != 0;
@@ -163,14 +163,14 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   if (drop != kNoDrop) {
     tx_drop(first, extra_count, slots,
             drop == kTooManySlots ? ctr_.tx_dropped_too_many_slots : ctr_.tx_dropped_oversize_slot);
-    tx_frag_ids_.resize(frag_ids_at);
+    tx_frag_ids_.truncate(frag_ids_at);
     return 0;
   }
   // xenvif_tx_build_gops(): the first slot must hold the Ethernet header...
   if (first.size < kEthHlen) {
     log_debug("%s-q%u: Bad packet size: %u", vif_.name.c_str(), index(), first.size);
     tx_drop(first, extra_count, slots, ctr_.tx_dropped_short);
-    tx_frag_ids_.resize(frag_ids_at);
+    tx_frag_ids_.truncate(frag_ids_at);
     return 0;
   }
   // ...and must not cross its page.
@@ -178,7 +178,7 @@ int Queue::tx_build_one(uint32_t work_to_do) {
     ctr_.fatal_errors.add();
     vif_.report_fatal("txreq.offset: %u, size: %u, end: %u", first.offset, first.size,
                       uint32_t{first.offset} + first.size);
-    tx_frag_ids_.resize(frag_ids_at);
+    tx_frag_ids_.truncate(frag_ids_at);
     return -1;
   }
   // GSO extras are checked as xenvif_set_skb_gso() does (we do not segment).
@@ -187,13 +187,13 @@ int Queue::tx_build_one(uint32_t work_to_do) {
     if (gso.u.gso.size == 0) {
       ctr_.fatal_errors.add();
       vif_.report_fatal("GSO size must not be zero.");
-      tx_frag_ids_.resize(frag_ids_at);
+      tx_frag_ids_.truncate(frag_ids_at);
       return -1;
     }
     if (gso.u.gso.type != 1 && gso.u.gso.type != 2) {  // XEN_NETIF_GSO_TYPE_TCPV4/V6
       ctr_.fatal_errors.add();
       vif_.report_fatal("Bad GSO type %d.", gso.u.gso.type);
-      tx_frag_ids_.resize(frag_ids_at);
+      tx_frag_ids_.truncate(frag_ids_at);
       return -1;
     }
   }
@@ -219,7 +219,7 @@ int Queue::tx_build_one(uint32_t work_to_do) {
     // above; out of them, the op below fails as a grant copy would).
     if (const uint8_t* page = static_page(r.gref, false);
         page != nullptr && uint32_t{r.offset} + len <= kPageSize) {
-      std::memcpy(staging_.get() + at, page + r.offset, len);
+      copy_frame_bytes(staging_.get() + at, page + r.offset, len);
       ctr_.static_grant_copies.add();
       at += len;
       return;
