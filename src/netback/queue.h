@@ -180,6 +180,18 @@ class Queue {
   bool rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now);
   uint8_t* rx_reserve(uint32_t len);
   void rx_extra_slot(const netif::ExtraInfo& e);
+  // A slot's response, in ring order: written to the ring at once when it
+  // is final (no grant copy to wait for, `op` kNoOp), direct answers are
+  // allowed (rx_direct_) and no earlier slot of the batch waits in
+  // rx_slots_; else it waits there for rx_flush().
+  void rx_slot(const netif::RxRequest& req, const netif::RxResponse& rsp, int32_t op) {
+    if (op == kNoOp && rx_direct_ && rx_slots_.empty()) {
+      rx_.next_response() = rsp;
+      rx_.commit_response();
+      return;
+    }
+    rx_slots_.push_back(RxSlot{req, rsp, op});
+  }
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
   // RX requests the packet takes: one per page, one per extra.
@@ -276,6 +288,7 @@ class Queue {
   Batch<RxSlot> rx_slots_;         // kRxMaxOps
   Batch<RxPacket> rx_pkts_;        // kRxBatchPackets
   uint64_t rx_packets_total_ = 0;  // packets delivered, for faults
+  bool rx_direct_ = false;         // rx_action: no fault configured (rx_slot)
   bool stalled_ = false;
   uint64_t last_rx_ns_ = 0;  // Linux's queue->last_rx_time
   bool stall_rx_active_ = false;
