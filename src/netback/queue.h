@@ -253,12 +253,13 @@ class Queue {
   static constexpr uint32_t kTxPacketsPerCall = 256;  // then let RX run
   std::unique_ptr<uint8_t[]> staging_;
   uint32_t staging_used_ = 0;
-  Batch<GrantCopyOp> tx_ops_;    // kTxMaxOps
-  Batch<TxPacket> tx_pkts_;      // kTxBatchPackets
-  Batch<uint16_t> tx_frag_ids_;  // kTxMaxOps
-  bool tx_more_ = false;         // stopped with requests left
-  bool tx_poisoned_ = false;     // rsp-prod-overflow was injected
-  uint64_t tx_rsp_count_ = 0;    // id-carrying TX responses produced
+  Batch<GrantCopyOp> tx_ops_;      // kTxMaxOps
+  Batch<TxPacket> tx_pkts_;        // kTxBatchPackets
+  Batch<uint16_t> tx_frag_ids_;    // kTxMaxOps
+  uint32_t tx_static_copies_ = 0;  // static grant copies not counted yet
+  bool tx_more_ = false;           // stopped with requests left
+  bool tx_poisoned_ = false;       // rsp-prod-overflow was injected
+  uint64_t tx_rsp_count_ = 0;      // id-carrying TX responses produced
   uint16_t last_tx_rsp_id_ = 0;
 
   // late-tx-rsp: responses waiting for their time, in ring order.
