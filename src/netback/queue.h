@@ -183,7 +183,10 @@ class Queue {
   // A slot's response, in ring order: written to the ring at once when it
   // is final (no grant copy to wait for, `op` kNoOp), direct answers are
   // allowed (rx_direct_) and no earlier slot of the batch waits in
-  // rx_slots_; else it waits there for rx_flush().
+  // rx_slots_; else it waits there for rx_flush(). Either way the entry is a
+  // plain store into the shared page that the frontend may read only once
+  // the batch's push publishes rsp_prod with a release store (xen_wmb,
+  // shared_ring.h): the same ordering as before, on x86 and arm64 alike.
   void rx_slot(const netif::RxRequest& req, const netif::RxResponse& rsp, int32_t op) {
     if (op == kNoOp && rx_direct_ && rx_slots_.empty()) {
       rx_.next_response() = rsp;
