@@ -70,13 +70,13 @@ Result<std::unique_ptr<Queue>> Queue::create(VifContext& vif, Platform& dom0, Gr
 
   // Everything the data path needs, allocated once.
   q->staging_.reset(new uint8_t[kTxStagingBytes]);
-  q->tx_ops_.reserve(kTxMaxOps);
-  q->tx_pkts_.reserve(kTxBatchPackets);
-  q->tx_frag_ids_.reserve(kTxMaxOps);
+  q->tx_ops_.allocate(kTxMaxOps);
+  q->tx_pkts_.allocate(kTxBatchPackets);
+  q->tx_frag_ids_.allocate(kTxMaxOps);
   q->late_.reset(new LateRsp[kLateCapacity]);
-  q->rx_ops_.reserve(kRxMaxOps);
-  q->rx_slots_.reserve(kRxMaxOps);
-  q->rx_pkts_.reserve(kRxBatchPackets);
+  q->rx_ops_.allocate(kRxMaxOps);
+  q->rx_slots_.allocate(kRxMaxOps);
+  q->rx_pkts_.allocate(kRxBatchPackets);
   XPV_TRY(q->fifo_.init(vif.cfg.rx_queue_bytes, vif.cfg.rx_queue_packets));
   if (vif.cfg.fault == Fault::kStallRx && vif.cfg.fault_after == 0) {
     q->stall_rx_active_ = true;  // stall-rx after 0 packets: from the start
@@ -303,10 +303,10 @@ void Queue::run_busy_poll() {
   }
 }
 
-void Queue::copy_batch(std::vector<GrantCopyOp>& ops) {
+void Queue::copy_batch(std::span<GrantCopyOp> ops) {
   const GrefTable* t = batch_grants_;
   if (t == nullptr) {
-    Status s = mapper_.copy(std::span<GrantCopyOp>(ops));
+    Status s = mapper_.copy(ops);
     if (s.failed()) {
       for (auto& op : ops)
         op.status = -1;  // GNTST_general_error

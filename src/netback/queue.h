@@ -16,10 +16,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "evtchn/late_eoi.h"
+#include "netback/batch.h"
 #include "netback/bridge.h"
 #include "netback/config.h"
 #include "netback/counters.h"
@@ -132,7 +134,7 @@ class Queue {
   // of the batch's table (after the page bound check a grant copy makes:
   // one out of bounds fails as the grant copy would), one grant copy batch
   // for the others; each op's status says how it went.
-  void copy_batch(std::vector<GrantCopyOp>& ops);
+  void copy_batch(std::span<GrantCopyOp> ops);
 
   // ---- TX (tx.cc): xenvif_tx_action ----
   bool tx_action();  // true when it consumed requests
@@ -178,6 +180,21 @@ class Queue {
   bool rx_queue_frame(const uint8_t* data, uint32_t len, const FrameMeta& rx, uint64_t now);
   uint8_t* rx_reserve(uint32_t len);
   void rx_extra_slot(const netif::ExtraInfo& e);
+  // A slot's response, in ring order: written to the ring at once when it
+  // is final (no grant copy to wait for, `op` kNoOp), direct answers are
+  // allowed (rx_direct_) and no earlier slot of the batch waits in
+  // rx_slots_; else it waits there for rx_flush(). Either way the entry is a
+  // plain store into the shared page that the frontend may read only once
+  // the batch's push publishes rsp_prod with a release store (xen_wmb,
+  // shared_ring.h): the same ordering as before, on x86 and arm64 alike.
+  void rx_slot(const netif::RxRequest& req, const netif::RxResponse& rsp, int32_t op) {
+    if (op == kNoOp && rx_direct_ && rx_slots_.empty()) {
+      rx_.next_response() = rsp;
+      rx_.commit_response();
+      return;
+    }
+    rx_slots_.push_back(RxSlot{req, rsp, op});
+  }
   void rx_arm_event(uint32_t prod);
   bool rx_ready_for_head();
   // RX requests the packet takes: one per page, one per extra.
@@ -239,12 +256,13 @@ class Queue {
   static constexpr uint32_t kTxPacketsPerCall = 256;  // then let RX run
   std::unique_ptr<uint8_t[]> staging_;
   uint32_t staging_used_ = 0;
-  std::vector<GrantCopyOp> tx_ops_;    // reserved kTxMaxOps, never grown
-  std::vector<TxPacket> tx_pkts_;      // reserved kTxBatchPackets
-  std::vector<uint16_t> tx_frag_ids_;  // reserved kTxMaxOps
-  bool tx_more_ = false;               // stopped with requests left
-  bool tx_poisoned_ = false;           // rsp-prod-overflow was injected
-  uint64_t tx_rsp_count_ = 0;          // id-carrying TX responses produced
+  Batch<GrantCopyOp> tx_ops_;      // kTxMaxOps
+  Batch<TxPacket> tx_pkts_;        // kTxBatchPackets
+  Batch<uint16_t> tx_frag_ids_;    // kTxMaxOps
+  uint32_t tx_static_copies_ = 0;  // static grant copies not counted yet
+  bool tx_more_ = false;           // stopped with requests left
+  bool tx_poisoned_ = false;       // rsp-prod-overflow was injected
+  uint64_t tx_rsp_count_ = 0;      // id-carrying TX responses produced
   uint16_t last_tx_rsp_id_ = 0;
 
   // late-tx-rsp: responses waiting for their time, in ring order.
@@ -270,10 +288,11 @@ class Queue {
   RxFifo fifo_;
   static constexpr uint32_t kRxBatchPackets = 64;  // RX_BATCH_SIZE
   static constexpr uint32_t kRxMaxOps = kRxBatchPackets * 16;
-  std::vector<GrantCopyOp> rx_ops_;  // reserved kRxMaxOps
-  std::vector<RxSlot> rx_slots_;     // reserved kRxMaxOps
-  std::vector<RxPacket> rx_pkts_;    // reserved kRxBatchPackets
-  uint64_t rx_packets_total_ = 0;    // packets delivered, for faults
+  Batch<GrantCopyOp> rx_ops_;      // kRxMaxOps
+  Batch<RxSlot> rx_slots_;         // kRxMaxOps
+  Batch<RxPacket> rx_pkts_;        // kRxBatchPackets
+  uint64_t rx_packets_total_ = 0;  // packets delivered, for faults
+  bool rx_direct_ = false;         // rx_action: no fault configured (rx_slot)
   bool stalled_ = false;
   uint64_t last_rx_ns_ = 0;  // Linux's queue->last_rx_time
   bool stall_rx_active_ = false;

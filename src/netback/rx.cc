@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "netback/batch.h"
 #include "netback/clock.h"
 #include "netback/offload.h"
 #include "netback/queue.h"
@@ -91,11 +92,10 @@ bool Queue::rx_enqueue(const uint8_t* data, uint32_t len, const FrameMeta& tx, u
 
 // An extra-info slot: it takes a request, its response is the extra.
 void Queue::rx_extra_slot(const netif::ExtraInfo& e) {
-  RxSlot x{};
-  x.req = rx_.take_request();
-  x.op = kNoOp;
-  std::memcpy(&x.rsp, &e, sizeof e);
-  rx_slots_.push_back(x);
+  netif::RxResponse rsp;
+  static_assert(sizeof rsp == sizeof e);
+  std::memcpy(&rsp, &e, sizeof e);
+  rx_slot(rx_.take_request(), rsp, kNoOp);
 }
 
 // Room for a frame of `len` bytes in the RX queue, or nullptr (counted):
@@ -143,12 +143,20 @@ bool Queue::rx_ready_for_head() {
 bool Queue::rx_action() {
   if (stall_rx_active_ || vif_.disabled.load(std::memory_order_relaxed)) return false;
   take_grants();
-  bool delivered = false;
   const uint64_t now = now_ns();
+  // Responses go straight to the ring (rx_slot) while no slot of the batch
+  // waits for a grant copy and no fault may rewrite them (rx_direct_);
+  // packets whose every response went so are counted here, the others in
+  // rx_flush(). Either way the frontend sees them at the push below.
+  rx_direct_ = cfg_.fault == Fault::kNone;
+  uint32_t packets = 0;         // taken from the queue, at most a batch
+  uint32_t direct_packets = 0;  // answered in full already
+  uint64_t direct_bytes = 0;
+  uint32_t static_copies = 0;
   // The posted requests, read once; read again (req_event armed) only when
   // the head packet needs more than are left.
   ring::Available a = rx_requests();
-  while (!fifo_.empty() && rx_pkts_.size() < kRxBatchPackets) {
+  while (!fifo_.empty() && packets < kRxBatchPackets) {
     if (a.overflow) break;  // fatal, reported
     const RxFifo::Packet& p = fifo_.front();
     const uint32_t needed = rx_slots_needed(p);
@@ -158,81 +166,99 @@ bool Queue::rx_action() {
       if (a.overflow || a.count < needed) break;
     }
     a.count -= needed;  // what the slots below take
+    ++packets;
     const uint8_t* data = fifo_.data(p);
-    RxPacket rp{static_cast<uint32_t>(rx_slots_.size()), 0, p.len};
+    const uint32_t len = p.len;
+    const FrameMeta meta = p.meta;
+    const uint32_t slot_begin = rx_slots_.size();
     // xenvif_rx_skb() / xenvif_rx_data_slot(): one slot per page of data,
     // at offset 0, id echoed, more_data on all but the last; the first
     // carries the checksum flags and, before extras, extra_info.
     // xenvif_rx_extra_slot(): the extras go right after the first slot, in
     // type order (GSO, then HASH), each but the last flagged MORE.
-    uint32_t done = 0;
+    const bool extras = meta.gso_type || meta.has_hash;
+    uint16_t first_flags = meta.flags | (extras ? netif::kRxExtraInfo : 0);
     bool first = true;
-    while (done < p.len) {
+    uint32_t done = 0;
+    while (done < len) {
       const netif::RxRequest req = rx_.take_request();
-      const uint32_t chunk = std::min<uint32_t>(p.len - done, static_cast<uint32_t>(kPageSize));
-      RxSlot s{};
-      s.req = req;
-      s.op = kNoOp;
+      const uint32_t chunk = std::min<uint32_t>(len - done, static_cast<uint32_t>(kPageSize));
+      int32_t op = kNoOp;
       if (uint8_t* page = static_page(req.gref, true)) {
         // A static grant mapped writable: copied into at once (offset 0,
         // at most a page).
-        std::memcpy(page, data + done, chunk);
-        ctr_.static_grant_copies.add();
+        copy_frame_bytes(page, data + done, chunk);
+        ++static_copies;
       } else {
-        GrantCopyOp op;
-        op.source = {false, 0, 0, 0, const_cast<uint8_t*>(data + done)};
-        op.dest = {true, vif_.domid, req.gref, 0, nullptr};
-        op.len = static_cast<uint16_t>(chunk);
-        rx_ops_.push_back(op);
-        s.op = static_cast<int32_t>(rx_ops_.size() - 1);
+        GrantCopyOp gop;
+        gop.source = {false, 0, 0, 0, const_cast<uint8_t*>(data + done)};
+        gop.dest = {true, vif_.domid, req.gref, 0, nullptr};
+        gop.len = static_cast<uint16_t>(chunk);
+        op = static_cast<int32_t>(rx_ops_.size());
+        rx_ops_.push_back(gop);
       }
       done += chunk;
-      s.rsp.id = req.id;
-      s.rsp.offset = 0;
-      uint16_t flags = done < p.len ? netif::kRxMoreData : 0;
-      const bool extras = p.meta.gso_type || p.meta.has_hash;
-      if (first) flags |= p.meta.flags | (extras ? netif::kRxExtraInfo : 0);
-      s.rsp.flags = flags;
-      s.rsp.status = static_cast<int16_t>(chunk);
-      rx_slots_.push_back(s);
-      if (first && p.meta.gso_type) {
-        netif::ExtraInfo e{};
-        e.type = netif::kExtraTypeGso;
-        e.flags = p.meta.has_hash ? netif::kExtraFlagMore : 0;
-        e.u.gso.type = p.meta.gso_type;
-        e.u.gso.size = p.meta.gso_size;
-        rx_extra_slot(e);
-      }
-      if (first && p.meta.has_hash) {
-        // The value little-endian (netif.h: "LSB ---- value ---- MSB").
-        netif::ExtraInfo e{};
-        e.type = netif::kExtraTypeHash;
-        e.u.hash.type = p.meta.hash_type;
-        e.u.hash.algorithm = static_cast<uint8_t>(netif::kCtrlHashAlgorithmToeplitz);
-        for (int b = 0; b < 4; ++b)
-          e.u.hash.value[b] = static_cast<uint8_t>(p.meta.hash >> (8 * b));
-        rx_extra_slot(e);
-        ctr_.rx_hash_extras.add();
+      netif::RxResponse rsp;
+      rsp.id = req.id;
+      rsp.offset = 0;
+      rsp.flags = static_cast<uint16_t>((done < len ? netif::kRxMoreData : 0) | first_flags);
+      rsp.status = static_cast<int16_t>(chunk);
+      rx_slot(req, rsp, op);
+      if (first && extras) {
+        if (meta.gso_type) {
+          netif::ExtraInfo e{};
+          e.type = netif::kExtraTypeGso;
+          e.flags = meta.has_hash ? netif::kExtraFlagMore : 0;
+          e.u.gso.type = meta.gso_type;
+          e.u.gso.size = meta.gso_size;
+          rx_extra_slot(e);
+        }
+        if (meta.has_hash) {
+          // The value little-endian (netif.h: "LSB ---- value ---- MSB").
+          netif::ExtraInfo e{};
+          e.type = netif::kExtraTypeHash;
+          e.u.hash.type = meta.hash_type;
+          e.u.hash.algorithm = static_cast<uint8_t>(netif::kCtrlHashAlgorithmToeplitz);
+          for (int b = 0; b < 4; ++b)
+            e.u.hash.value[b] = static_cast<uint8_t>(meta.hash >> (8 * b));
+          rx_extra_slot(e);
+          ctr_.rx_hash_extras.add();
+        }
       }
       first = false;
+      first_flags = 0;
     }
-    rp.slot_end = static_cast<uint32_t>(rx_slots_.size());
-    rx_pkts_.push_back(rp);
+    if (rx_slots_.size() == slot_begin) {
+      ++direct_packets;
+      direct_bytes += len;
+    } else {
+      rx_pkts_.push_back(RxPacket{slot_begin, rx_slots_.size(), len});
+    }
     // The data stays where it is until rx_flush() below: nothing is queued
     // in between (the worker is the only user of the queue).
     fifo_.pop();
     last_rx_ns_ = now;
-    delivered = true;
+  }
+  if (packets == 0) return false;
+  ctr_.static_grant_copies.add(static_copies);
+  if (direct_packets) {
+    ctr_.rx_packets.add(direct_packets);
+    ctr_.rx_bytes.add(direct_bytes);
+    rx_packets_total_ += direct_packets;
+    if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packets(direct_packets);
   }
   rx_flush();
-  return delivered;
+  if (rx_.push_responses_and_check_notify()) notify(rx_port_);
+  return true;
 }
 
 // xenvif_rx_copy_flush(): run the copies, turn a failed copy's response
-// into an error, write the responses, push once, notify if asked.
+// into an error, write the responses of the packets that waited for them
+// (rx_action pushes them).
 void Queue::rx_flush() {
   if (rx_pkts_.empty()) return;
-  if (!rx_ops_.empty()) copy_batch(rx_ops_);
+  if (!rx_ops_.empty()) copy_batch(std::span<GrantCopyOp>(rx_ops_.data(), rx_ops_.size()));
+  uint64_t good = 0, bytes = 0;
   for (const RxPacket& p : rx_pkts_) {
     bool ok = true;
     const uint64_t ordinal = rx_packets_total_;
@@ -249,17 +275,18 @@ void Queue::rx_flush() {
       rx_.commit_response();
     }
     if (ok) {
-      ctr_.rx_packets.add();
-      ctr_.rx_bytes.add(p.len);
+      ++good;
+      bytes += p.len;
     }
     ++rx_packets_total_;
     if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packet();
     if (cfg_.fault != Fault::kNone) fault_after_rx_packet();
   }
+  ctr_.rx_packets.add(good);
+  ctr_.rx_bytes.add(bytes);
   rx_pkts_.clear();
   rx_ops_.clear();
   rx_slots_.clear();
-  if (rx_.push_responses_and_check_notify()) notify(rx_port_);
 }
 
 // xenvif_rx_queue_drop_expired(): queued packets cannot wait forever.

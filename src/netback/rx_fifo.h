@@ -42,14 +42,52 @@ class RxFifo {
 
   // Room for a packet of `len` bytes at the tail, or nullptr when the queue
   // is full. Fill it, then commit() it (or do not, to abandon it).
-  uint8_t* reserve(uint32_t len);
-  void commit(uint32_t len, const FrameMeta& meta, uint64_t now_ns);
+  // (Inline, with the other per-packet calls: no call per packet.)
+  uint8_t* reserve(uint32_t len) {
+    if (len == 0 || len > capacity_ || count_ == max_packets_) return nullptr;
+    if (count_ == 0) {
+      reserved_at_ = 0;
+      return bytes_.get();
+    }
+    const uint32_t begin = descs_[head_].offset;  // oldest byte still in use
+    if (write_ > begin) {
+      // [begin, write_) in use: room after write_, else before begin.
+      if (capacity_ - write_ >= len) {
+        reserved_at_ = write_;
+      } else if (begin >= len) {
+        reserved_at_ = 0;
+      } else {
+        return nullptr;
+      }
+    } else {
+      // Wrapped: [begin, end) and [0, write_) in use, room in [write_, begin).
+      if (begin - write_ < len) return nullptr;
+      reserved_at_ = write_;
+    }
+    return bytes_.get() + reserved_at_;
+  }
+  void commit(uint32_t len, const FrameMeta& meta, uint64_t now_ns) {
+    // The tail's index, head_ + count_ modulo max_packets_ (both below it).
+    uint32_t tail = head_ + count_;
+    if (tail >= max_packets_) tail -= max_packets_;
+    Packet& p = descs_[tail];
+    p.offset = reserved_at_;
+    p.len = len;
+    p.meta = meta;
+    p.enqueued_ns = now_ns;
+    ++count_;
+    write_ = reserved_at_ + len;
+  }
 
   bool empty() const { return count_ == 0; }
   uint32_t size() const { return count_; }
   const Packet& front() const { return descs_[head_]; }
   const uint8_t* data(const Packet& p) const { return bytes_.get() + p.offset; }
-  void pop();
+  void pop() {
+    if (count_ == 0) return;
+    if (++head_ == max_packets_) head_ = 0;
+    if (--count_ == 0) write_ = 0;
+  }
   void clear();
 
  private:

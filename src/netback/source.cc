@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstring>
 
+#include "netback/batch.h"
 #include "netback/queue.h"
 
 namespace xpv::netback {
@@ -36,7 +37,7 @@ void Queue::source_fill(uint8_t* frame, uint32_t len, uint64_t seq) const {
   std::memcpy(frame + 14, &be, sizeof be);
   // Byte i is (seq + i) mod 256: a slice of a ramp 0, 1, ..., 255, 0, ...
   // copied in one go, as a generator copies a prepared template.
-  std::memcpy(frame + 22, kRamp.data() + ((seq + 22) & 0xff), len - 22);
+  copy_frame_bytes(frame + 22, kRamp.data() + ((seq + 22) & 0xff), len - 22);
 }
 
 bool Queue::source_generate(uint64_t now) {

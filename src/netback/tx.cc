@@ -72,7 +72,10 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   --work_to_do;
 
   // xenvif_get_extras(): the extra_info slots that follow the first one.
-  ExtraInfo extras[netif::kExtraTypeMax - 1] = {};
+  // extras[t - 1] holds the last one of type t; `have` says which are set
+  // (bit t - 1), so that a packet without extras zeroes nothing.
+  ExtraInfo extras[netif::kExtraTypeMax - 1];
+  uint32_t have = 0;
   uint32_t extra_count = 0;
   if (first.flags & netif::kTxExtraInfo) {
     bool more = false;
@@ -94,20 +97,22 @@ int Queue::tx_build_one(uint32_t work_to_do) {
         return -1;
       }
       extras[extra.type - 1] = extra;
+      have |= 1u << (extra.type - 1);
       more = (extra.flags & netif::kExtraFlagMore) != 0;
     } while (more);
   }
 
   // Multicast control: answered at once, no data (xenvif_tx_build_gops:
   // an ADD, else a DEL; xenvif_mcast_add refuses a 65th address).
-  const ExtraInfo& add = extras[netif::kExtraTypeMcastAdd - 1];
-  const ExtraInfo& del = extras[netif::kExtraTypeMcastDel - 1];
-  if (add.type || del.type) {
+  constexpr uint32_t kHaveAdd = 1u << (netif::kExtraTypeMcastAdd - 1);
+  constexpr uint32_t kHaveDel = 1u << (netif::kExtraTypeMcastDel - 1);
+  constexpr uint32_t kHaveGso = 1u << (netif::kExtraTypeGso - 1);
+  if (have & (kHaveAdd | kHaveDel)) {
     bool ok = true;
-    if (add.type) {
-      ok = vif_.mcast_add(add.u.mcast.addr);
+    if (have & kHaveAdd) {
+      ok = vif_.mcast_add(extras[netif::kExtraTypeMcastAdd - 1].u.mcast.addr);
     } else {
-      vif_.mcast_del(del.u.mcast.addr);
+      vif_.mcast_del(extras[netif::kExtraTypeMcastDel - 1].u.mcast.addr);
     }
     (ok ? ctr_.tx_mcast_ops : ctr_.tx_mcast_refused).add();
     tx_respond(first.id, ok ? netif::kRspOkay : netif::kRspError, false);
@@ -130,14 +135,14 @@ int Queue::tx_build_one(uint32_t work_to_do) {
       if (slots >= work_to_do) {
         ctr_.fatal_errors.add();
         vif_.report_fatal("Asked for %u slots but exceeds this limit", work_to_do);
-        tx_frag_ids_.resize(frag_ids_at);
+        tx_frag_ids_.truncate(frag_ids_at);
         return -1;
       }
       // This guest is really using too many slots: malicious.
       if (slots >= kFatalSkbSlots) {
         ctr_.fatal_errors.add();
         vif_.report_fatal("Malicious frontend using %u slots, threshold %u", slots, kFatalSkbSlots);
-        tx_frag_ids_.resize(frag_ids_at);
+        tx_frag_ids_.truncate(frag_ids_at);
         return -1;
       }
       // More than XEN_NETBK_LEGACY_SLOTS_MAX after the first: dropped.
@@ -153,7 +158,7 @@ int Queue::tx_build_one(uint32_t work_to_do) {
       if (uint32_t{t.offset} + t.size > kPageSize) {
         ctr_.fatal_errors.add();
         vif_.report_fatal("Cross page boundary, txp->offset: %u, size: %u", t.offset, t.size);
-        tx_frag_ids_.resize(frag_ids_at);
+        tx_frag_ids_.truncate(frag_ids_at);
         return -1;
       }
       more = (t.flags & netif::kTxMoreData) != 0;
@@ -163,14 +168,14 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   if (drop != kNoDrop) {
     tx_drop(first, extra_count, slots,
             drop == kTooManySlots ? ctr_.tx_dropped_too_many_slots : ctr_.tx_dropped_oversize_slot);
-    tx_frag_ids_.resize(frag_ids_at);
+    tx_frag_ids_.truncate(frag_ids_at);
     return 0;
   }
   // xenvif_tx_build_gops(): the first slot must hold the Ethernet header...
   if (first.size < kEthHlen) {
     log_debug("%s-q%u: Bad packet size: %u", vif_.name.c_str(), index(), first.size);
     tx_drop(first, extra_count, slots, ctr_.tx_dropped_short);
-    tx_frag_ids_.resize(frag_ids_at);
+    tx_frag_ids_.truncate(frag_ids_at);
     return 0;
   }
   // ...and must not cross its page.
@@ -178,22 +183,23 @@ int Queue::tx_build_one(uint32_t work_to_do) {
     ctr_.fatal_errors.add();
     vif_.report_fatal("txreq.offset: %u, size: %u, end: %u", first.offset, first.size,
                       uint32_t{first.offset} + first.size);
-    tx_frag_ids_.resize(frag_ids_at);
+    tx_frag_ids_.truncate(frag_ids_at);
     return -1;
   }
   // GSO extras are checked as xenvif_set_skb_gso() does (we do not segment).
   const ExtraInfo& gso = extras[netif::kExtraTypeGso - 1];
-  if (gso.type) {
+  const bool has_gso = (have & kHaveGso) != 0;
+  if (has_gso) {
     if (gso.u.gso.size == 0) {
       ctr_.fatal_errors.add();
       vif_.report_fatal("GSO size must not be zero.");
-      tx_frag_ids_.resize(frag_ids_at);
+      tx_frag_ids_.truncate(frag_ids_at);
       return -1;
     }
     if (gso.u.gso.type != 1 && gso.u.gso.type != 2) {  // XEN_NETIF_GSO_TYPE_TCPV4/V6
       ctr_.fatal_errors.add();
       vif_.report_fatal("Bad GSO type %d.", gso.u.gso.type);
-      tx_frag_ids_.resize(frag_ids_at);
+      tx_frag_ids_.truncate(frag_ids_at);
       return -1;
     }
   }
@@ -202,7 +208,7 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   TxPacket p{};
   p.first_id = first.id;
   p.meta.flags = first.flags;
-  if (gso.type) {
+  if (has_gso) {
     p.meta.gso_type = gso.u.gso.type;
     p.meta.gso_size = gso.u.gso.size;
   }
@@ -213,14 +219,14 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   p.len = total_len;
   p.op_begin = static_cast<uint32_t>(tx_ops_.size());
   uint32_t at = staging_used_;
-  auto add_copy = [&](const TxRequest& r, uint16_t len) {
+  auto add_copy = [&](const TxRequest& r, uint16_t len) __attribute__((always_inline)) {
     if (len == 0) return;
     // A static grant's page is copied from at once (the bounds are checked
     // above; out of them, the op below fails as a grant copy would).
     if (const uint8_t* page = static_page(r.gref, false);
         page != nullptr && uint32_t{r.offset} + len <= kPageSize) {
-      std::memcpy(staging_.get() + at, page + r.offset, len);
-      ctr_.static_grant_copies.add();
+      copy_frame_bytes(staging_.get() + at, page + r.offset, len);
+      ++tx_static_copies_;  // counted by tx_flush()
       at += len;
       return;
     }
@@ -258,21 +264,31 @@ void Queue::tx_drop(const TxRequest& first, uint32_t extra_count, uint32_t nfrag
 // Runs the batch's grant copies, answers every slot, hands the good packets
 // on, pushes the responses (xenvif_tx_submit / xenvif_idx_release).
 void Queue::tx_flush() {
+  if (tx_static_copies_) {
+    ctr_.static_grant_copies.add(tx_static_copies_);
+    tx_static_copies_ = 0;
+  }
   if (!tx_pkts_.empty()) {
     if (!tx_ops_.empty()) copy_batch(tx_ops_);
+    // Counted once per batch: accepted packets, their bytes, and the
+    // packets the reconnect fault counts.
+    uint64_t packets = 0, bytes = 0, handed_on = 0;
+    const bool deliver = cfg_.mode == Mode::kLoopback || cfg_.mode == Mode::kBridge;
     for (const TxPacket& p : tx_pkts_) {
       bool ok = true;
       for (uint32_t i = p.op_begin; i < p.op_end; ++i)
         ok = ok && tx_ops_[i].status == 0;
       const int16_t st = ok ? netif::kRspOkay : netif::kRspError;
       tx_respond(p.first_id, st, false);
-      for (uint32_t i = 0; i < p.extra_count; ++i)
-        tx_respond(0, netif::kRspNull, true);
-      for (uint32_t i = 0; i < p.nfrags; ++i)
-        tx_respond(tx_frag_ids_[p.frag_ids_at + i], st, false);
+      if (p.extra_count | p.nfrags) [[unlikely]] {
+        for (uint32_t i = 0; i < p.extra_count; ++i)
+          tx_respond(0, netif::kRspNull, true);
+        for (uint32_t i = 0; i < p.nfrags; ++i)
+          tx_respond(tx_frag_ids_[p.frag_ids_at + i], st, false);
+      }
       if (ok) {
-        ctr_.tx_packets.add();
-        ctr_.tx_bytes.add(p.len);
+        ++packets;
+        bytes += p.len;
         uint8_t* data = staging_.get() + p.staging_off;
         FrameMeta meta = p.meta;
         if (meta.gso_type) ctr_.tx_gso_packets.add();
@@ -294,16 +310,17 @@ void Queue::tx_flush() {
           }
         }
         // Sink and source modes sink what the frontend transmits.
-        if (cfg_.mode == Mode::kLoopback || cfg_.mode == Mode::kBridge) {
-          tx_deliver(data, p.len, meta);
-        }
-        if (cfg_.mode != Mode::kSource) vif_.count_reconnect_packet();
+        if (deliver) tx_deliver(data, p.len, meta);
+        ++handed_on;
       } else {
         log_debug("%s-q%u: grant copy of a TX packet failed", vif_.name.c_str(), index());
         ctr_.tx_dropped_bad_grant.add();
         ctr_.tx_error_responses.add(1 + p.nfrags);
       }
     }
+    ctr_.tx_packets.add(packets);
+    ctr_.tx_bytes.add(bytes);
+    if (handed_on && cfg_.mode != Mode::kSource) vif_.count_reconnect_packets(handed_on);
     tx_pkts_.clear();
     tx_ops_.clear();
     tx_frag_ids_.clear();

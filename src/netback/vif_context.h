@@ -92,6 +92,17 @@ struct VifContext {
       wake_control();
     }
   }
+  // The same for `n` packets at once: the one call whose packets reach the
+  // threshold asks for the reconnect.
+  void count_reconnect_packets(uint64_t n) {
+    const uint64_t t = reconnect_threshold.load(std::memory_order_relaxed);
+    if (t == 0) return;
+    const uint64_t before = reconnect_packets.fetch_add(n, std::memory_order_relaxed);
+    if (before < t && before + n >= t) {
+      reconnect_requested.store(true);
+      wake_control();
+    }
+  }
 
   // Queues whose guest RX is stalled (Linux's vif->stalled_queues).
   std::atomic<uint32_t> stalled_queues{0};
