@@ -18,7 +18,7 @@ template <typename T>
 class Batch {
  public:
   void allocate(uint32_t capacity) {
-    data_.reset(new T[capacity]);
+    data_ = std::make_unique<T[]>(capacity);
     cap_ = capacity;
     size_ = 0;
   }

@@ -279,7 +279,7 @@ void Queue::rx_flush() {
       bytes += p.len;
     }
     ++rx_packets_total_;
-    if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packet();
+    if (cfg_.mode == Mode::kSource) vif_.count_reconnect_packets();
     if (cfg_.fault != Fault::kNone) fault_after_rx_packet();
   }
   ctr_.rx_packets.add(good);

@@ -83,18 +83,9 @@ struct VifContext {
   std::atomic<uint64_t> reconnect_packets{0};
   std::atomic<uint64_t> reconnect_threshold{0};  // 0: not armed
   std::atomic<bool> reconnect_requested{false};
-  // Counts one packet towards the reconnect fault (workers).
-  void count_reconnect_packet() {
-    const uint64_t t = reconnect_threshold.load(std::memory_order_relaxed);
-    if (t == 0) return;
-    if (reconnect_packets.fetch_add(1, std::memory_order_relaxed) + 1 == t) {
-      reconnect_requested.store(true);
-      wake_control();
-    }
-  }
-  // The same for `n` packets at once: the one call whose packets reach the
-  // threshold asks for the reconnect.
-  void count_reconnect_packets(uint64_t n) {
+  // Counts `n` packets towards the reconnect fault (workers): the one call
+  // whose packets reach the threshold asks for the reconnect.
+  void count_reconnect_packets(uint64_t n = 1) {
     const uint64_t t = reconnect_threshold.load(std::memory_order_relaxed);
     if (t == 0) return;
     const uint64_t before = reconnect_packets.fetch_add(n, std::memory_order_relaxed);
