@@ -609,7 +609,9 @@ done
 # Static grants (issue 12; netif.h control ring ADD_GREF_MAPPING): 64-byte xenpv TX and RX with
 # xpv-netback copying by memcpy into the registered pages against grant copies, next to memif,
 # in SG_PAIRS alternating rounds; the report judges the medians (one noisy run cannot decide).
-SG_PAIRS=${XPV_BENCH_SG_PAIRS:-3}
+# Five: on this 2-core VM a run of either setup can sit for all its seconds at a third of its
+# usual rate (memif too), and three rounds let two such runs decide the median.
+SG_PAIRS=${XPV_BENCH_SG_PAIRS:-5}
 ((QUICK)) && SG_PAIRS=1
 sgrants_step() {
   step "static grants: 64-byte xenpv TX/RX with and without static grants, and memif, ${SG_PAIRS} alternating round(s) of ${SECS}s"

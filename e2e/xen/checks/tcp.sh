@@ -8,6 +8,11 @@
 #                 offload, TSO or LRO: netback segments and checksums every frame for us);
 #   xenpv-on:     testpmd's csum engine between two net_xenpv ports with LRO on receive, TSO
 #                 (`tso set`) and TCP checksum offload (`csum set tcp hw`) on send.
+#   fwd-off/on:   xpv-fwd (examples/xpv-fwd.cc) between the same two ports without and with
+#                 those offloads: it sleeps on RX interrupts when idle, where testpmd spins.
+# And the kernel bridge once more beside a busy loop in the domU (nice 19): what the kernel
+# gets when the domU's one vCPU is never idle, as with testpmd. dom0's netback copies on the
+# same two physical CPUs (QEMU's), so a spinning domU takes CPU from it.
 # Each must carry the stream to its end (iperf3 completes) with no TCP checksum error counted
 # in either namespace (TcpInCsumErrors).
 
@@ -85,6 +90,41 @@ tcp_xstat() {
     tp "show port xstats $1" | sed -nE "s/^ *$2: +([0-9]+)\$/\\1/p" | tail -n 1
 }
 
+# tcp_fwd_run LABEL DEVARGS [XPV_FWD_OPTION...]: one iperf3 run through xpv-fwd between vifs 2
+# and 3; prints tcp_iperf's summary, then xpv-fwd's counts as "fwd: ..." on one line.
+tcp_fwd_run() {
+    local label=$1 devargs=$2 start=$SECONDS pid out rc log=$XPV_RUN_DIR/xpv-fwd-$1.log
+    shift 2
+    /usr/bin/xpv-fwd --no-huge -m 256 --no-pci --no-shconf --file-prefix "tcp$label" --lcores=0@0 \
+        --vdev "net_xenpv0,vif=2$devargs" --vdev "net_xenpv1,vif=3$devargs" -- \
+        --eth-peer "0,$TCP_MAC_A" --eth-peer "1,$TCP_MAC_B" "$@" >"$log" 2>&1 &
+    pid=$!
+    until grep -q "^xpv-fwd: forwarding" "$log" 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null || ((SECONDS - start > 600)); then
+            kill -KILL "$pid" 2>/dev/null
+            echo "xpv-fwd did not come up: $(tail -n 5 "$log" | tr '\n' ' ')"
+            return 1
+        fi
+        sleep 1
+    done
+    # Its CPU time over the iperf3 run (utime + stime, /proc/PID/stat fields 14 and 15): how
+    # much of the domU's one vCPU forwarding took.
+    local t0 t1 w0=$EPOCHREALTIME
+    t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    out=$(tcp_iperf "$label")
+    rc=$?
+    t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    local cpu
+    cpu=$(python3 -c "print('%.0f' % (100.0 * ($t1 - $t0) / $(getconf CLK_TCK) / ($EPOCHREALTIME - $w0)))")
+    kill -INT "$pid"
+    for ((start = 0; start < 60; start++)); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    echo "$out"
+    echo "fwd: $(grep -E '^xpv-fwd: (port [01]: rx|sleeps)' "$log" | tr '\n' ' ') cpu ${cpu}%"
+    return $rc
+}
+
 check_tcp_through_domu() {
     local a b i k off on x
     rm -f "$TCP_FIGURES"
@@ -112,6 +152,14 @@ check_tcp_through_domu() {
     done
     sleep 2  # the bridge's ports forward (no STP)
     k=$(tcp_iperf kernel) || fail "through a Linux bridge over the kernel netfronts ($a, $b): $k"
+    local spin kb
+    nice -n 19 bash -c 'while :; do :; done' &
+    spin=$!
+    kb=$(tcp_iperf kernel-busy)
+    local kb_rc=$?
+    kill "$spin"
+    wait "$spin" 2>/dev/null
+    ((kb_rc == 0)) || fail "through a Linux bridge beside a busy loop: $kb"
     ip link del xpvbr
     for i in 2 3; do
         echo "vif-$i" >/sys/bus/xen/drivers/vif/unbind
@@ -154,9 +202,25 @@ check_tcp_through_domu() {
     tcp_testpmd_stop
     ((${lro:-0} > 0 && ${tso:-0} > 0)) ||
         fail "offloads on, yet port 0 took ${lro:-?} LRO packets and port 1 sent ${tso:-?} TSO packets ($on)"
-    local mk moff mon
-    mk=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$k")
-    moff=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$off")
-    mon=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$on")
-    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(python3 -c "print('%.2f' % ($mon / max(0.1, $moff)))"), on/kernel $(python3 -c "print('%.2f' % ($mon / max(0.1, $mk)))")"
+
+    # 4. xpv-fwd, offloads off then on (csum=0 as for testpmd's mac run).
+    local foff fon fst
+    foff=$(tcp_fwd_run fwd-off ",csum=0" --no-offloads) || fail "xpv-fwd between net_xenpv ports, offloads off: $foff"
+    fon=$(tcp_fwd_run fwd-on "") || fail "xpv-fwd between net_xenpv ports, LRO/TSO/checksum offload: $fon"
+    fst=$(sed -nE 's/^fwd: (.*)/\1/p' <<<"$fon")
+    local flro ftso fwake
+    flro=$(sed -nE 's/.*port 0: rx [0-9]+ tx [0-9]+ dropped [0-9]+ lro ([0-9]+).*/\1/p' <<<"$fst" | head -n1)
+    ftso=$(sed -nE 's/.*port 1: rx [0-9]+ tx [0-9]+ dropped [0-9]+ lro [0-9]+ tso ([0-9]+).*/\1/p' <<<"$fst" | head -n1)
+    fwake=$(sed -nE 's/.*wakeups ([0-9]+).*/\1/p' <<<"$fst")
+    local fcpu
+    fcpu=$(sed -nE 's/.* cpu ([0-9]+)%.*/\1/p' <<<"$fst")
+    ((${flro:-0} > 0 && ${ftso:-0} > 0 && ${fwake:-0} > 0)) ||
+        fail "xpv-fwd with offloads: LRO packets ${flro:-?}, TSO packets ${ftso:-?}, wake-ups from RX interrupts ${fwake:-?} ($fst)"
+
+    local mk mkb moff mon mfoff mfon
+    mbit_of() { sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$1"; }
+    mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on")
+    mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon")
+    r() { python3 -c "print('%.2f' % ($1 / max(0.1, $2)))"; }
+    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); kernel bridge beside a busy loop in the domU $mkb Mbit/s"
 }
