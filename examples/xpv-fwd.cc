@@ -178,8 +178,9 @@ void tx_prepare(rte_mbuf* m, const Port& out, PortStats& st) {
   uint8_t* const field_at =
       rte_pktmbuf_mtod_offset(m, uint8_t*, h.l2_len + h.l3_len + (tcp ? 16 : 6));
   const auto field = [field_at](uint16_t v) { std::memcpy(field_at, &v, sizeof v); };
-  if (tcp && lro && m->tso_segsz && m->pkt_len - hdrs > m->tso_segsz &&
-      (out.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO)) {
+  // A large receive bigger than one segment: out only with TSO (else larger than the MTU).
+  const bool oversize = lro && m->tso_segsz && m->pkt_len - hdrs > m->tso_segsz;
+  if (oversize && tcp && (out.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO)) {
     tx |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
     field(v4 ? rte_ipv4_phdr_cksum(static_cast<rte_ipv4_hdr*>(ip), tx)
              : rte_ipv6_phdr_cksum(static_cast<rte_ipv6_hdr*>(ip), tx));
@@ -187,11 +188,7 @@ void tx_prepare(rte_mbuf* m, const Port& out, PortStats& st) {
     ++st.tso;
     return;
   }
-  if (lro && m->tso_segsz && m->pkt_len - hdrs > m->tso_segsz) {
-    // Larger than the MTU and no TSO to cut it: it cannot go out.
-    m->ol_flags = 0;
-    return;
-  }
+  if (oversize) return;  // the port refuses it (and counts it)
   const uint64_t want = tcp ? RTE_ETH_TX_OFFLOAD_TCP_CKSUM : RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
   if (out.tx_offloads & want) {
     tx |= tcp ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM;
@@ -201,25 +198,12 @@ void tx_prepare(rte_mbuf* m, const Port& out, PortStats& st) {
     ++st.csum_offloaded;
     return;
   }
-  // No offload out there: the whole checksum, here (over every segment).
+  // No offload out there: the whole checksum, here, over every segment (rte_ip.h's helpers
+  // take the L4 length from the IP header, so a padded frame is summed right).
   field(0);
-  uint16_t sum = 0;
-  // The L4 length from the IP header (a short frame may be padded).
-  const uint32_t l4_off = h.l2_len + h.l3_len;
-  const uint32_t l4_len =
-      v4 ? rte_be_to_cpu_16(static_cast<rte_ipv4_hdr*>(ip)->total_length) - h.l3_len
-         : sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(static_cast<rte_ipv6_hdr*>(ip)->payload_len) -
-               h.l3_len;
-  if (l4_len > m->pkt_len - l4_off) return;
-  if (rte_raw_cksum_mbuf(m, l4_off, l4_len, &sum) != 0) return;
-  uint32_t s = sum;
-  s += v4 ? rte_ipv4_phdr_cksum(static_cast<rte_ipv4_hdr*>(ip), 0)
-          : rte_ipv6_phdr_cksum(static_cast<rte_ipv6_hdr*>(ip), 0);
-  s = (s & 0xffff) + (s >> 16);
-  s = (s & 0xffff) + (s >> 16);
-  uint16_t c = static_cast<uint16_t>(~s);
-  if (c == 0 && !tcp) c = 0xffff;  // RFC 768: 0 means none
-  field(c);
+  const uint16_t l4_off = static_cast<uint16_t>(h.l2_len + h.l3_len);
+  field(v4 ? rte_ipv4_udptcp_cksum_mbuf(m, static_cast<rte_ipv4_hdr*>(ip), l4_off)
+           : rte_ipv6_udptcp_cksum_mbuf(m, static_cast<rte_ipv6_hdr*>(ip), l4_off));
   ++st.csum_software;
 }
 

@@ -134,6 +134,16 @@ check_pmd_offloads() {
     else
       fail pmd-fwd-csum "did not start (logs $RUN/pmd-fwd-csum*)"
     fi
+    # Port 1 without checksum offload (csum=0): xpv-fwd completes the checksums itself
+    FWD_DEVARGS1=",csum=0"
+    if offload_run pmd-fwd-csum-sw "--proto tcp --no-rx-csum" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" --vifs 2; then
+      offload_judge pmd-fwd-csum-sw "10000 segments with partial checksums through xpv-fwd to a port without checksum offload: completed by xpv-fwd in software (10000), right at the sink" \
+        "${OFF_INTACT[@]}" "x['p1_csum_software'] == 10000" "x['p1_csum_offloaded'] == 0" \
+        "x['p1_dropped'] == 0" "n['rx_csum_completed'] == 0"
+    else
+      fail pmd-fwd-csum-sw "did not start (logs $RUN/pmd-fwd-csum-sw*)"
+    fi
+    FWD_DEVARGS1=""
   else
     fail pmd-fwd "$BUILD/examples/xpv-fwd is missing"
   fi
@@ -141,13 +151,14 @@ check_pmd_offloads() {
 
 # fwd_via start NAME SINK_MAC | stop NAME: xpv-fwd between the sender and the sink (OFF_VIA
 # for offload_run): port 1 sends to the sink's mac, both ports announce themselves to the
-# bridge; its counts go to NAME-via.json as p0_*, p1_*, sleeps, wakeups.
+# bridge; its counts go to NAME-via.json as p0_*, p1_*, sleeps, wakeups. FWD_DEVARGS1: more
+# devargs for port 1.
 fwd_via() {
   local name=$2 i
   if [[ $1 == start ]]; then
     "$BUILD/examples/xpv-fwd" "${EAL[@]/0-1/0}" --file-prefix "$name-fwd" \
       --vdev "net_xenpv0,backend=sim:$RUN/$name.sock,vif=0" \
-      --vdev "net_xenpv1,backend=sim:$RUN/$name.sock,vif=1" -- \
+      --vdev "net_xenpv1,backend=sim:$RUN/$name.sock,vif=1${FWD_DEVARGS1:-}" -- \
       --no-promisc --eth-peer "1,$3" --announce >"$RUN/$name-fwd.log" 2>&1 &
     FWD_PID=$!
     PIDS+=("$FWD_PID")
