@@ -417,8 +417,18 @@ class SimEventChannel final : public EventChannel {
       return {};  // the peer closed its end meanwhile
     }
     // evtchn_set_pending: an already pending event is not raised twice; a
-    // masked port stays pending until unmasked. seq_cst pairs with unmask().
-    if (aref(r->pending).exchange(1) == 0 && aref(r->masked).load() == 0) {
+    // masked port stays pending until unmasked. A store-then-load handshake
+    // with unmask() (set pending, read masked / clear masked, read pending):
+    // at least one side must see the other's store, or the event is lost.
+    // The fence makes that explicit (DMB ISH on arm64): seq_cst accesses
+    // alone order it in C++, but qemu-user runs an arm64 STLR followed by
+    // an LDAR with no barrier between the store and the load, so on an x86
+    // host both sides could miss each other: a TX ring stuck with 256
+    // requests in about one netfront test run in 13 of the arm64-unit
+    // suite (EvtchnFixture.NoEventLostWhenNotifyRacesTheUnmask shows it).
+    const uint32_t was_pending = aref(r->pending).exchange(1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (was_pending == 0 && aref(r->masked).load() == 0) {
       auto fd = c.doorbell(aref(r->handle_id).load(), rd);
       if (!fd) return fd.error();
       eventfd_signal(*fd);
@@ -454,6 +464,7 @@ class SimEventChannel final : public EventChannel {
     if (!owned(port)) return not_ours(port);
     PortSlot* s = core_->slot(core_->domid, port);
     aref(s->masked).store(0);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // notify()'s handshake
     // An event that arrived while masked stayed pending without ringing:
     // deliver it now (evtchn_unmask's "if pending, raise").
     if (aref(s->pending).load()) eventfd_signal(bell_.get());
