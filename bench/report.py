@@ -947,7 +947,9 @@ def tcp_md(R):
           "the kernel bridge measured beside a busy loop in the domU (the last figure) shows what that costs "
           "the kernel. xpv-fwd (examples/xpv-fwd.cc, in the dpdk-pmd-xenpv package) forwards with the same "
           "offloads but sleeps on RX interrupts when idle, as l3fwd-power does; the share of the vCPU it "
-          "used is in the line above.", ""]
+          "used is in the line above. The line ends with the CPU time Xen accounted to dom0 and to the domU "
+          "over each run (xl list), in % of one physical CPU: when the two add up to all the physical CPUs, "
+          "the path is bound by CPU, and the domU's share is what its forwarding costs dom0.", ""]
     return L
 
 

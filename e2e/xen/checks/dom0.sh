@@ -294,9 +294,16 @@ tcp_net_setup() {
 }
 
 # action_iperf SECONDS: iperf3 TCP from nsa to nsb for SECONDS through the domU: "mbit=<received
-# Mbit/s> retransmits=<n> bytes=<received> csum_errors=<TcpInCsumErrors of both namespaces>".
+# Mbit/s> retransmits=<n> bytes=<received> csum_errors=<TcpInCsumErrors of both namespaces>
+# cpu_dom0=<%> cpu_domu=<%> pcpus=<n>": the CPU time Xen accounted to dom0 and to the domU
+# (xl list's Time(s)) over the run, in % of one physical CPU, and how many there are: where
+# the path's CPU goes, and whether the machine ran out of it (dom0 + domU near pcpus x 100).
 action_iperf() {
-    local secs=$1 e0 e1 out
+    local secs=$1 e0 e1 out c0 c1 w0 w1 pcpus
+    xl_cpu_seconds() {  # "<dom0 seconds> <all other domains' seconds>"
+        xl list | awk 'NR > 1 { if ($2 == 0) d += $NF; else u += $NF } END { printf "%.1f %.1f\n", d, u }'
+    }
+    pcpus=$(xl info | awk '$1 == "nr_cpus" { print $3 }')
     csum_errors() {
         local x n=0 v
         for x in a b; do
@@ -307,7 +314,9 @@ action_iperf() {
     }
     e0=$(csum_errors)
     ip -n nsa neigh flush all 2>/dev/null
+    c0=$(xl_cpu_seconds) w0=$EPOCHREALTIME
     out=$(timeout $((secs + 60)) ip netns exec nsa iperf3 -c "$TCP_NS_B" -t "$secs" -J --connect-timeout 20000 2>&1)
+    c1=$(xl_cpu_seconds) w1=$EPOCHREALTIME
     e1=$(csum_errors)
     python3 -c '
 import json, sys
@@ -315,10 +324,16 @@ try:
     d = json.loads(sys.argv[1])
     if "error" in d: raise ValueError(d["error"])
     r, s = d["end"]["sum_received"], d["end"]["sum_sent"]
-    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2]))
+    try:  # the figures of the run stand without the CPU shares
+        c0, c1, wall = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()], float(sys.argv[5])
+        cpu = ["%.0f" % (100.0 * (b - a) / max(wall, 0.001)) for a, b in zip(c0, c1)]
+        assert len(cpu) == 2
+    except Exception:
+        cpu = ["?", "?"]
+    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?"))
 except Exception as e:
     print("iperf3 failed: %s: %s" % (e, sys.argv[1][-300:].replace("\n", " ")))
-    sys.exit(1)' "$out" "$((e1 - e0))"
+    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus"
 }
 
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).

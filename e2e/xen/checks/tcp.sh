@@ -222,5 +222,9 @@ check_tcp_through_domu() {
     mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on")
     mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon")
     r() { python3 -c "print('%.2f' % ($1 / max(0.1, $2)))"; }
-    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); kernel bridge beside a busy loop in the domU $mkb Mbit/s"
+    # dom0%/domU% of one physical CPU over a run (xl list, action_iperf).
+    cpu_of() { sed -nE 's/.*cpu_dom0=([0-9?]+) cpu_domu=([0-9?]+).*/\1\/\2/p' <<<"$1"; }
+    local pcpus
+    pcpus=$(sed -nE 's/.*pcpus=([0-9?]+).*/\1/p' <<<"$k")
+    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon")"
 }
