@@ -298,8 +298,11 @@ tcp_net_setup() {
 # cpu_dom0=<%> cpu_domu=<%> pcpus=<n>": the CPU time Xen accounted to dom0 and to the domU
 # (xl list's Time(s)) over the run, in % of one physical CPU, and how many there are: where
 # the path's CPU goes, and whether the machine ran out of it (dom0 + domU near pcpus x 100).
+# Then "irqs_tx=<n> irqs_rx=<n>": the interrupts netback took on vifs 2 and 3 over the run, for
+# requests the domU pushed on the TX rings and on the RX rings (each costs dom0 an upcall).
 action_iperf() {
-    local secs=$1 e0 e1 out c0 c1 w0 w1 pcpus
+    local secs=$1 e0 e1 out c0 c1 w0 w1 pcpus t0 t1 r0 r1
+    vif_irqs() { action_irqs "vif$XPV_DOMID\\.[23]-q[0-9]+-$1"; }
     xl_cpu_seconds() {  # "<dom0 seconds> <all other domains' seconds>"
         xl list | awk 'NR > 1 { if ($2 == 0) d += $NF; else u += $NF } END { printf "%.1f %.1f\n", d, u }'
     }
@@ -314,9 +317,9 @@ action_iperf() {
     }
     e0=$(csum_errors)
     ip -n nsa neigh flush all 2>/dev/null
-    c0=$(xl_cpu_seconds) w0=$EPOCHREALTIME
+    t0=$(vif_irqs tx) r0=$(vif_irqs rx) c0=$(xl_cpu_seconds) w0=$EPOCHREALTIME
     out=$(timeout $((secs + 60)) ip netns exec nsa iperf3 -c "$TCP_NS_B" -t "$secs" -J --connect-timeout 20000 2>&1)
-    c1=$(xl_cpu_seconds) w1=$EPOCHREALTIME
+    c1=$(xl_cpu_seconds) w1=$EPOCHREALTIME t1=$(vif_irqs tx) r1=$(vif_irqs rx)
     e1=$(csum_errors)
     python3 -c '
 import json, sys
@@ -330,10 +333,10 @@ try:
         assert len(cpu) == 2
     except Exception:
         cpu = ["?", "?"]
-    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?"))
+    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s irqs_tx=%s irqs_rx=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?", sys.argv[7], sys.argv[8]))
 except Exception as e:
     print("iperf3 failed: %s: %s" % (e, sys.argv[1][-300:].replace("\n", " ")))
-    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus"
+    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus" "$((t1 - t0))" "$((r1 - r0))"
 }
 
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
