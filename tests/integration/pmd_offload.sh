@@ -55,6 +55,18 @@ pmd_via() {
   fi
 }
 
+# offload_case NAME "SINK OPTIONS" "TX OPTIONS" WHAT CONDITION...: offload_run over
+# two vifs through OFF_VIA, then offload_judge; a run that did not start fails NAME.
+offload_case() {
+  local name=$1 sink_opts=$2 tx_opts=$3
+  shift 3
+  if offload_run "$name" "$sink_opts" "$tx_opts" --vifs 2; then
+    offload_judge "$name" "$@"
+  else
+    fail "$name" "did not start (logs $RUN/$name*)"
+  fi
+}
+
 check_pmd_offloads() {
   local n=300 OFF_VIA=pmd_via PV_FWD PV_CMDS
   # The application's side of every case: no setup error, nothing refused.
@@ -66,13 +78,10 @@ check_pmd_offloads() {
   # application did not enable the RX checksum offload; mac forwarding
   # leaves them as they are, the sink finds full checksums
   PV_FWD=mac PV_CMDS=()
-  if offload_run pmd-off-rx-sw "--proto tcp" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" --vifs 2; then
-    offload_judge pmd-off-rx-sw "10000 segments with partial checksums through testpmd mac forwarding: completed by net_xenpv's RX burst (rx_q0_csum_software 10000), full and right at the sink" \
-      "${OFF_INTACT[@]}" "${clean[@]}" "x['p0_rx_q0_csum_software'] == 10000" \
-      "s['rx_csum_blank'] == 0" "n['rx_csum_completed'] == 0"
-  else
-    fail pmd-off-rx-sw "did not start (logs $RUN/pmd-off-rx-sw*)"
-  fi
+  offload_case pmd-off-rx-sw "--proto tcp" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" \
+    "10000 segments with partial checksums through testpmd mac forwarding: completed by net_xenpv's RX burst (rx_q0_csum_software 10000), full and right at the sink" \
+    "${OFF_INTACT[@]}" "${clean[@]}" "x['p0_rx_q0_csum_software'] == 10000" \
+    "s['rx_csum_blank'] == 0" "n['rx_csum_completed'] == 0"
 
   # -- TX checksum offload: testpmd's csum engine with `csum set tcp hw` (the
   # pseudo-header sum in the field, RTE_MBUF_F_TX_TCP_CKSUM): sent as
@@ -83,13 +92,10 @@ check_pmd_offloads() {
     min=60
     [[ $proto == tcp6 ]] && min=75
     PV_FWD=csum PV_CMDS=("csum set tcp hw 1" "csum set ip sw 1")
-    if offload_run pmd-off-csum-$proto "--proto $proto --no-rx-csum" "--proto $proto --size $min-1514 --count 10000 --rate 5000" --vifs 2; then
-      offload_judge pmd-off-csum-$proto "10000 $proto segments through testpmd csum (tcp hw): sent with partial checksums (tx_q0_csum_offloaded 10000), completed by netback, right at the sink" \
-        "${OFF_INTACT[@]}" "${clean[@]}" "x['p1_tx_q0_csum_offloaded'] == 10000" \
-        "x['p1_tx_q0_csum_software'] == 0" "n['rx_csum_completed'] == 10000"
-    else
-      fail pmd-off-csum-$proto "did not start (logs $RUN/pmd-off-csum-$proto*)"
-    fi
+    offload_case pmd-off-csum-$proto "--proto $proto --no-rx-csum" "--proto $proto --size $min-1514 --count 10000 --rate 5000" \
+      "10000 $proto segments through testpmd csum (tcp hw): sent with partial checksums (tx_q0_csum_offloaded 10000), completed by netback, right at the sink" \
+      "${OFF_INTACT[@]}" "${clean[@]}" "x['p1_tx_q0_csum_offloaded'] == 10000" \
+      "x['p1_tx_q0_csum_software'] == 0" "n['rx_csum_completed'] == 10000"
   done
 
   # -- LRO in, TSO out: 64 KiB TSO packets from the sender reach port 0 whole
@@ -104,45 +110,33 @@ check_pmd_offloads() {
       "tso set 1460 1")
     what="segments of at most 1514 bytes at the sink"
     [[ -n $sinkopt ]] && what="whole at a sink with LRO"
-    if offload_run pmd-off-tso${sinkopt/--/-} "--proto tcp $sinkopt" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" --vifs 2; then
-      local more=("n['rx_gso_segmented'] == $n" "s['rx_lro_packets'] == 0")
-      # (netback counts GSO packets handed to port 0 and to the sink)
-      [[ -n $sinkopt ]] && more=("n['rx_gso_packets'] == 2 * $n" "s['rx_lro_packets'] == $n")
-      offload_judge pmd-off-tso${sinkopt/--/-} "$n TSO packets of 65535 bytes: LRO packets at port 0 (rx_q0_lro_packets $n), TSO out of port 1 (tx_q0_tso_packets $n), $what, every checksum and byte right" \
-        "${OFF_INTACT[@]}" "${clean[@]}" "x['p0_rx_q0_lro_packets'] == $n" \
-        "x['p1_tx_q0_tso_packets'] == $n" "${more[@]}"
-    else
-      fail pmd-off-tso${sinkopt/--/-} "did not start (logs $RUN/pmd-off-tso*)"
-    fi
+    local more=("n['rx_gso_segmented'] == $n" "s['rx_lro_packets'] == 0")
+    # (netback counts GSO packets handed to port 0 and to the sink)
+    [[ -n $sinkopt ]] && more=("n['rx_gso_packets'] == 2 * $n" "s['rx_lro_packets'] == $n")
+    offload_case pmd-off-tso${sinkopt/--/-} "--proto tcp $sinkopt" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" \
+      "$n TSO packets of 65535 bytes: LRO packets at port 0 (rx_q0_lro_packets $n), TSO out of port 1 (tx_q0_tso_packets $n), $what, every checksum and byte right" \
+      "${OFF_INTACT[@]}" "${clean[@]}" "x['p0_rx_q0_lro_packets'] == $n" \
+      "x['p1_tx_q0_tso_packets'] == $n" "${more[@]}"
   done
 
   # -- The same two offload paths through xpv-fwd (examples/xpv-fwd.cc), which sleeps on RX
   # interrupts between packets: the sender is paced, so each packet finds it asleep
   if [[ -x $BUILD/examples/xpv-fwd ]]; then
     OFF_VIA=fwd_via
-    if offload_run pmd-fwd-tso "--proto tcp" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" --vifs 2; then
-      offload_judge pmd-fwd-tso "$n TSO packets of 65535 bytes through xpv-fwd asleep between them: LRO in at port 0 ($n), TSO out of port 1 ($n), cut by netback for the sink, every checksum and byte right; woken by RX interrupts at least $((n / 2)) times" \
-        "${OFF_INTACT[@]}" "x['p0_lro'] == $n" "x['p1_tso'] == $n" "x['p1_dropped'] == 0" \
-        "x['wakeups'] >= $n // 2" "n['rx_gso_segmented'] == $n"
-    else
-      fail pmd-fwd-tso "did not start (logs $RUN/pmd-fwd-tso*)"
-    fi
-    if offload_run pmd-fwd-csum "--proto tcp --no-rx-csum" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" --vifs 2; then
-      offload_judge pmd-fwd-csum "10000 segments with partial checksums through xpv-fwd: sent on with RTE_MBUF_F_TX_TCP_CKSUM (10000), completed by netback, right at the sink" \
-        "${OFF_INTACT[@]}" "x['p1_csum_offloaded'] == 10000" "x['p1_csum_software'] == 0" \
-        "x['p1_dropped'] == 0" "n['rx_csum_completed'] == 10000"
-    else
-      fail pmd-fwd-csum "did not start (logs $RUN/pmd-fwd-csum*)"
-    fi
+    offload_case pmd-fwd-tso "--proto tcp" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" \
+      "$n TSO packets of 65535 bytes through xpv-fwd asleep between them: LRO in at port 0 ($n), TSO out of port 1 ($n), cut by netback for the sink, every checksum and byte right; woken by RX interrupts at least $((n / 2)) times" \
+      "${OFF_INTACT[@]}" "x['p0_lro'] == $n" "x['p1_tso'] == $n" "x['p1_dropped'] == 0" \
+      "x['wakeups'] >= $n // 2" "n['rx_gso_segmented'] == $n"
+    offload_case pmd-fwd-csum "--proto tcp --no-rx-csum" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" \
+      "10000 segments with partial checksums through xpv-fwd: sent on with RTE_MBUF_F_TX_TCP_CKSUM (10000), completed by netback, right at the sink" \
+      "${OFF_INTACT[@]}" "x['p1_csum_offloaded'] == 10000" "x['p1_csum_software'] == 0" \
+      "x['p1_dropped'] == 0" "n['rx_csum_completed'] == 10000"
     # Port 1 without checksum offload (csum=0): xpv-fwd completes the checksums itself
     FWD_DEVARGS1=",csum=0"
-    if offload_run pmd-fwd-csum-sw "--proto tcp --no-rx-csum" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" --vifs 2; then
-      offload_judge pmd-fwd-csum-sw "10000 segments with partial checksums through xpv-fwd to a port without checksum offload: completed by xpv-fwd in software (10000), right at the sink" \
-        "${OFF_INTACT[@]}" "x['p1_csum_software'] == 10000" "x['p1_csum_offloaded'] == 0" \
-        "x['p1_dropped'] == 0" "n['rx_csum_completed'] == 0"
-    else
-      fail pmd-fwd-csum-sw "did not start (logs $RUN/pmd-fwd-csum-sw*)"
-    fi
+    offload_case pmd-fwd-csum-sw "--proto tcp --no-rx-csum" "--proto tcp --csum-offload --size 60-1514 --count 10000 --rate 5000" \
+      "10000 segments with partial checksums through xpv-fwd to a port without checksum offload: completed by xpv-fwd in software (10000), right at the sink" \
+      "${OFF_INTACT[@]}" "x['p1_csum_software'] == 10000" "x['p1_csum_offloaded'] == 0" \
+      "x['p1_dropped'] == 0" "n['rx_csum_completed'] == 0"
     FWD_DEVARGS1=""
   else
     fail pmd-fwd "$BUILD/examples/xpv-fwd is missing"
