@@ -20,14 +20,16 @@ for f in "$BUILD/tests/xpv-tests" "$BUILD/tests/softrss" "$BUILD/examples/xpv-pk
 done
 # The domUs install our Debian packages (the PMD and xpv-bind come from them, as for a user):
 # those of make deb (make test's packaging suite makes them first), built again here when
-# missing or older than the build's PMD or tools.
+# missing or older than any program of the build they carry (debian/*.install).
 DEB_PKGS=(libxpv0 dpdk-pmd-xenpv xpv-tools xpv-bind)
+DEB_INPUTS=("$BUILD/drivers/net_xenpv/librte_net_xenpv.so" "$BUILD/tools/xpv-bind" "$BUILD/src/netback/xpv-netback"
+  "$BUILD/examples/xpv-fwd" "$BUILD/examples/xpv-pktgen")
 debs_fresh() {
-  local p f
+  local p f i
   for p in "${DEB_PKGS[@]}"; do
     f=$(ls "$BUILD"/deb/"${p}"_*.deb 2>/dev/null | head -1)
-    [[ -n $f && $f -nt $BUILD/drivers/net_xenpv/librte_net_xenpv.so && $f -nt $BUILD/tools/xpv-bind &&
-      $f -nt $BUILD/src/netback/xpv-netback ]] || return 1
+    [[ -n $f ]] || return 1
+    for i in "${DEB_INPUTS[@]}"; do [[ $f -nt $i ]] || return 1; done
   done
 }
 if ! debs_fresh; then
