@@ -307,6 +307,16 @@ action_iperf() {
         xl list | awk 'NR > 1 { if ($2 == 0) d += $NF; else u += $NF } END { printf "%.1f %.1f\n", d, u }'
     }
     pcpus=$(xl info | awk '$1 == "nr_cpus" { print $3 }')
+    # Packets netback dropped on vifs 2 and 3: "to the guest" is the vifs' tx_dropped (the
+    # domU's RX queue full or stalled, xenvif_start_xmit), "from the guest" their rx_dropped.
+    vif_drops() {
+        local d n=0 v
+        for d in 2 3; do
+            v=$(cat "/sys/class/net/vif$XPV_DOMID.$d/statistics/$1" 2>/dev/null)
+            n=$((n + ${v:-0}))
+        done
+        echo "$n"
+    }
     csum_errors() {
         local x n=0 v
         for x in a b; do
@@ -317,9 +327,12 @@ action_iperf() {
     }
     e0=$(csum_errors)
     ip -n nsa neigh flush all 2>/dev/null
+    local d0 d1 f0 f1
+    d0=$(vif_drops tx_dropped) f0=$(vif_drops rx_dropped)
     t0=$(vif_irqs tx) r0=$(vif_irqs rx) c0=$(xl_cpu_seconds) w0=$EPOCHREALTIME
     out=$(timeout $((secs + 60)) ip netns exec nsa iperf3 -c "$TCP_NS_B" -t "$secs" -J --connect-timeout 20000 2>&1)
     c1=$(xl_cpu_seconds) w1=$EPOCHREALTIME t1=$(vif_irqs tx) r1=$(vif_irqs rx)
+    d1=$(vif_drops tx_dropped) f1=$(vif_drops rx_dropped)
     e1=$(csum_errors)
     python3 -c '
 import json, sys
@@ -333,10 +346,10 @@ try:
         assert len(cpu) == 2
     except Exception:
         cpu = ["?", "?"]
-    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s irqs_tx=%s irqs_rx=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?", sys.argv[7], sys.argv[8]))
+    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s irqs_tx=%s irqs_rx=%s drops_to_guest=%s drops_from_guest=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?", sys.argv[7], sys.argv[8], sys.argv[9], sys.argv[10]))
 except Exception as e:
     print("iperf3 failed: %s: %s" % (e, sys.argv[1][-300:].replace("\n", " ")))
-    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus" "$((t1 - t0))" "$((r1 - r0))"
+    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus" "$((t1 - t0))" "$((r1 - r0))" "$((d1 - d0))" "$((f1 - f0))"
 }
 
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
