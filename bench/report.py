@@ -949,7 +949,10 @@ def tcp_md(R):
           "offloads but sleeps on RX interrupts when idle, as l3fwd-power does; the share of the vCPU it "
           "used is in the line above. The line ends with the CPU time Xen accounted to dom0 and to the domU "
           "over each run (xl list), in % of one physical CPU: when the two add up to all the physical CPUs, "
-          "the path is bound by CPU, and the domU's share is what its forwarding costs dom0.", ""]
+          "the path is bound by CPU, and the domU's share is what its forwarding costs dom0. Last, where packets "
+          "were lost: TCP's retransmits, netback's drops to and from the domU, testpmd's TX-dropped (its engines "
+          "run with `set fwd ... retry`: a full TX ring makes them wait up to 50 ms instead of dropping a 64 KiB "
+          "TSO packet, some 45 segments) and xpv-fwd's drops (it holds back what a full ring did not take).", ""]
     return L
 
 
