@@ -21,14 +21,24 @@ TCP_FIGURES=$XPV_RUN_DIR/tcp-figures  # "label mbit retransmits" lines, for the 
 TCP_MAC_A=02:77:00:00:00:01           # nsa's veth
 TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
 
+# tcp_kv TEXT KEY...: the values of KEY=VALUE fields in TEXT (dom0's iperf summary), joined by "/".
+tcp_kv() {
+    local text=$1 k v sep="" out=""
+    shift
+    for k; do
+        v=$(grep -oE "(^| )$k=[^ ]+" <<<"$text" | head -n 1)
+        out+=$sep${v#*=}
+        sep=/
+    done
+    echo "$out"
+}
+
 # tcp_iperf LABEL: one iperf3 run through whatever joins vifs 2 and 3 now; its line goes to
 # TCP_FIGURES; prints dom0's summary; fails on a failed run or a checksum error.
 tcp_iperf() {
     local out mbit retr errs
     out=$(xpv_dom0 iperf "$TCP_SECS") || { echo "$1: $out"; return 1; }
-    mbit=$(sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$out")
-    retr=$(sed -nE 's/.*retransmits=(-?[0-9]+).*/\1/p' <<<"$out")
-    errs=$(sed -nE 's/.*csum_errors=([0-9]+).*/\1/p' <<<"$out")
+    mbit=$(tcp_kv "$out" mbit) retr=$(tcp_kv "$out" retransmits) errs=$(tcp_kv "$out" csum_errors)
     echo "$1 $mbit $retr" >>"$TCP_FIGURES"
     echo "$out"
     [[ -n $mbit && $errs == 0 ]]
@@ -246,20 +256,20 @@ check_tcp_through_domu() {
         fail "xpv-fwd with offloads: LRO packets ${flro:-?}, TSO packets ${ftso:-?}, wake-ups from RX interrupts ${fwake:-?} ($fst)"
 
     local mk mkb moff mon mfoff mfon
-    mbit_of() { sed -nE 's/.*mbit=([0-9.]+).*/\1/p' <<<"$1"; }
+    mbit_of() { tcp_kv "$1" mbit; }
     mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on")
     mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon")
     r() { python3 -c "print('%.2f' % ($1 / max(0.1, $2)))"; }
     # dom0%/domU% of one physical CPU over a run (xl list, action_iperf).
-    cpu_of() { sed -nE 's/.*cpu_dom0=([0-9?]+) cpu_domu=([0-9?]+).*/\1\/\2/p' <<<"$1"; }
+    cpu_of() { tcp_kv "$1" cpu_dom0 cpu_domu; }
     # Interrupts netback took for the domU's TX/RX requests on vifs 2 and 3 over a run.
-    irq_of() { sed -nE 's/.*irqs_tx=([0-9]+) irqs_rx=([0-9]+).*/\1\/\2/p' <<<"$1"; }
+    irq_of() { tcp_kv "$1" irqs_tx irqs_rx; }
     # Packets netback dropped on vifs 2 and 3 over a run, to/from the domU.
-    nbdrop_of() { sed -nE 's/.*drops_to_guest=([0-9]+) drops_from_guest=([0-9]+).*/\1\/\2/p' <<<"$1"; }
+    nbdrop_of() { tcp_kv "$1" drops_to_guest drops_from_guest; }
     # xpv-fwd's drops (both ports): what no TX ring took within its backlog timeout.
     fwd_drops() { grep -oE 'dropped [0-9]+' <<<"$1" | awk '{ s += $2 } END { print s + 0 }'; }
-    retr_of() { sed -nE 's/.*retransmits=(-?[0-9]+).*/\1/p' <<<"$1"; }
+    retr_of() { tcp_kv "$1" retransmits; }
     local pcpus
-    pcpus=$(sed -nE 's/.*pcpus=([0-9?]+).*/\1/p' <<<"$k")
+    pcpus=$(tcp_kv "$k" pcpus)
     pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon")"
 }
