@@ -49,7 +49,9 @@ struct EventCounters {
   X(static_grant_connections,                                                                      \
     "connections on which the backend mapped this queue's buffer pools once (static grants)")      \
   X(grant_copy_connections,                                                                        \
-    "connections on which the backend grant-copies each buffer (no static grants)")
+    "connections on which the backend grant-copies each buffer (no static grants)")                \
+  X(rx_kept, "received packets the application kept in their pages, not copied (rx_zero_copy)")    \
+  X(tx_by_rx_grant, "packets sent by the grants of kept received pages, not copied")
 
 /// Counters of one netfront queue: one field per XPV_QUEUE_COUNTERS entry.
 struct QueueCounters {

@@ -27,6 +27,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "xpv/counters.h"
@@ -74,6 +75,13 @@ struct DeviceConfig {
   /// over TCP packets of up to 64 KiB with a GSO extra (RxPacket::gso_*),
   /// their checksum partial. Needs rx_csum_offload.
   bool rx_gso = false;
+  /// Zero-copy receive: a receive sink may keep a packet's pages instead of
+  /// copying out of them (RxVerdict::kKept, RxPacket::loans), and send them on
+  /// by their grants (TxSegment::loan). The pages stay granted and writable
+  /// to the backend while the application holds them: a backend that breaks
+  /// the protocol can change data the application already looked at. Off:
+  /// every packet is copied out in the sink, as before.
+  bool rx_zero_copy = false;
   /// An experiment, never for production: in event mode also consume TX
   /// responses in the transmit path while notifications are armed, as Linux
   /// netfront did before its fix. Each event raised for responses already
@@ -112,13 +120,21 @@ struct BackendFeatures {
 /// XEN_NETBK_MCAST_MAX).
 inline constexpr uint32_t kMaxMulticastGroups = 64;
 
+class RxLoans;
+
 /// One transmit segment: a buffer anywhere in memory, or inside a page the
-/// queue lent out with tx_buffer() (then sent without a copy).
+/// queue lent out with tx_buffer(), or inside a received page kept by the
+/// application (`loan`): the last two are sent without a copy.
 struct TxSegment {
   /// The segment's first byte.
   const void* data = nullptr;
   /// Its length in bytes.
   uint32_t len = 0;
+  /// The RxPacket::loans of the kept page the segment lies in, or nullptr.
+  /// A packet all of whose segments are kept pages of queues served by the
+  /// transmitting queue's backend domain is sent by those pages' grants;
+  /// otherwise it is copied as any other.
+  RxLoans* loan = nullptr;
 };
 
 /// XEN_NETIF_GSO_TYPE_* (netif.h): the protocol a GSO packet is segmented by.
@@ -211,7 +227,28 @@ struct RxPacket {
   uint8_t hash_type = 0;
   /// The backend's Toeplitz hash of this packet (valid when hash_type != 0).
   uint32_t hash = 0;
+  /// Set when the sink may keep this packet's pages (DeviceConfig::rx_zero_copy
+  /// and the queue has pages to spare): it then returns RxVerdict::kKept and
+  /// calls rx_loan_release() for each fragment's page when done with it.
+  RxLoans* loans = nullptr;
 };
+
+/// What a receive sink did with a packet.
+enum class RxVerdict : uint8_t {
+  kStop,      ///< not taken: it stays queued for the next call, and delivery stops
+  kConsumed,  ///< done with (copied out or dropped): its pages go back to the ring
+  kKept,      ///< its pages kept (only when RxPacket::loans is set), each until released
+};
+
+/// Bytes of room per kept page for its holder's bookkeeping (DPDK's
+/// rte_mbuf_ext_shared_info), valid while the page is kept.
+inline constexpr size_t kRxLoanAreaBytes = 32;
+/// The bookkeeping room of the kept page `page` (any address inside it).
+void* rx_loan_area(RxLoans* loans, const void* page);
+/// The holder of a kept page lets go of it (any thread, any time, also after
+/// the device closed): once no TX request names it either, it goes back to
+/// its ring. Once per kept page.
+void rx_loan_release(RxLoans* loans, const void* page);
 
 /// RxPacket::flags (netif.h NETRXF_*).
 inline constexpr uint16_t kRxDataValidated = 1u << 0;  ///< checksum verified, or not needed
@@ -232,7 +269,8 @@ class Queue {
   uint16_t transmit(std::span<const TxPacket> pkts);
 
   /// Delivers up to `max` received packets to `sink`, which returns false to
-  /// stop (e.g. no mbuf left; that packet is kept for the next call).
+  /// stop (e.g. no mbuf left; that packet is kept for the next call), or an
+  /// RxVerdict.
   template <typename Sink>
   uint16_t receive(uint16_t max, Sink&& sink);
 
@@ -305,7 +343,7 @@ class Queue {
   friend class Device;
   friend class QueueImpl;
   explicit Queue(QueueImpl* impl) : impl_(impl) {}
-  using Deliver = bool (*)(void* ctx, const RxPacket& p);
+  using Deliver = RxVerdict (*)(void* ctx, const RxPacket& p);
   uint16_t receive_raw(uint16_t max, Deliver fn, void* ctx);
   QueueImpl* impl_;
 };
@@ -314,8 +352,13 @@ template <typename Sink>
 uint16_t Queue::receive(uint16_t max, Sink&& sink) {
   return receive_raw(
       max,
-      [](void* ctx, const RxPacket& p) -> bool {
-        return (*static_cast<std::remove_reference_t<Sink>*>(ctx))(p);
+      [](void* ctx, const RxPacket& p) -> RxVerdict {
+        auto& sink = *static_cast<std::remove_reference_t<Sink>*>(ctx);
+        if constexpr (std::is_same_v<decltype(sink(p)), RxVerdict>) {
+          return sink(p);
+        } else {
+          return sink(p) ? RxVerdict::kConsumed : RxVerdict::kStop;
+        }
       },
       &sink);
 }

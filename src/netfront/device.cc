@@ -406,6 +406,7 @@ class Device::Impl {
     info_.queues = cfg_.queues;
     QueueFeatures qf;
     qf.split = split;
+    qf.rx_zero_copy = cfg_.rx_zero_copy;
     qf.sg = info_.features.sg;
     qf.tx_gso_types = static_cast<uint8_t>((info_.features.gso_tcpv4 ? 1u << kGsoTcpV4 : 0) |
                                            (info_.features.gso_tcpv6 ? 1u << kGsoTcpV6 : 0));

@@ -24,6 +24,27 @@ QueueImpl::QueueImpl(uint32_t index) : index_(index), api_(this) {}
 QueueImpl::~QueueImpl() {
   stop();
   if (conn_) (void)teardown();
+  free_retired();
+  // Pages the application still keeps stay mapped and granted: it may read
+  // them after the device is gone, and release them later (into a table
+  // that must still be there). Left to the process's end.
+  uint32_t kept = 0;
+  for (auto& r : retired_) {
+    kept += r->loans->outstanding();
+    (void)r->pool.release();
+    (void)r->loans.release();
+  }
+  if (kept)
+    log_warn("queue %u: closed while the application keeps %u received pages: left mapped", index_,
+             kept);
+}
+
+void QueueImpl::free_retired() {
+  std::erase_if(retired_, [](const std::unique_ptr<Retired>& r) {
+    if (r->loans->outstanding()) return false;
+    (void)r->pool->teardown();
+    return true;
+  });
 }
 
 Status QueueImpl::init() {
@@ -49,6 +70,8 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend,
   if (conn_) return make_error(EBUSY, format("queue %u is already set up", index_));
   auto c = std::make_unique<Conn>();
   const bool split = f.split;
+  c->self = plat.self_domid();
+  c->backend = backend;
   c->split = f.split;
   c->sg = f.sg;
   c->tx_gso_types = f.tx_gso_types;
@@ -82,6 +105,10 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend,
   if (!rp) return rp.error();
   c->tx_pool = std::move(*tp);
   c->rx_pool = std::move(*rp);
+  // Half the pool may be kept at once: the ring always has the other half.
+  if (f.rx_zero_copy)
+    c->rx_loans = std::make_unique<RxLoans>(*c->rx_pool, c->self, backend, kRxPoolSlots / 2);
+  free_retired();
 
   // Event channel(s): unbound ports the backend binds to.
   auto ch = plat.open_event_channel();
@@ -182,6 +209,11 @@ QueueTeardown QueueImpl::teardown(bool platform_gone) {
   }
   count(kCounter_rx_dropped, t.rx_dropped_staged);
   count(kCounter_tx_dropped, t.tx_unanswered);
+  // Kept RX pages named by requests never answered: no longer held by them.
+  for (uint32_t i = 0; i < kTxPoolSlots; ++i) {
+    if (c.tx_slots[i].in_flight && c.tx_slots[i].rx_page)
+      c.tx_rx_pages[i].loans->release(c.tx_rx_pages[i].slot);
+  }
   if (t.rx_dropped_staged || t.tx_unanswered) {
     log_warn(
         "queue %u: teardown dropped %lu received packets not yet delivered and %lu sent "
@@ -213,7 +245,19 @@ QueueTeardown QueueImpl::teardown(bool platform_gone) {
   add(c.tx_ring_page.end_access());
   add(c.rx_ring_page.end_access());
   addp(c.tx_pool);
-  addp(c.rx_pool);
+  if (c.rx_loans) {
+    take_back_kept();
+    t.rx_pages_kept = c.rx_loans->outstanding();
+  }
+  if (t.rx_pages_kept) {
+    // Their memory and grants stay until the application lets go.
+    log_info("queue %u: %u received pages still kept by the application: ended when released",
+             index_, t.rx_pages_kept);
+    retired_.push_back(std::make_unique<Retired>(std::move(c.rx_pool), std::move(c.rx_loans)));
+  } else {
+    addp(c.rx_pool);
+  }
+  free_retired();
   if (t.pages.still_mapped && platform_gone) {
     log_info(
         "queue %u: %u of %u granted pages were still mapped by the backend when the platform "
@@ -488,6 +532,9 @@ QueueImpl::Accounting QueueImpl::accounting() const {
   a.rx_pool_free = c.rx_pool->available();
   a.rx_buffers_posted = c.rx.req_prod_pvt() - c.rx.rsp_cons();
   a.rx_buffers_held = c.frag_head - c.frag_tail;
+  a.rx_buffers_kept = c.rx_loans ? c.rx_loans->out() : 0;
+  for (const TxSlot& s : c.tx_slots)
+    a.tx_slots_by_rx_grant += s.in_flight && s.rx_page;
   return a;
 }
 

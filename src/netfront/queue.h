@@ -64,12 +64,14 @@ struct QueueFeatures {
   uint8_t tx_gso_types = 0;  // bit per XEN_NETIF_GSO_TYPE_*: the backend's feature-gso-tcpv4/-v6
   uint8_t rx_gso_types = 0;  // the same for the GSO packets we said we take (DeviceConfig::rx_gso)
   bool rx_hash = false;  // a control ring is connected: XEN_NETIF_EXTRA_TYPE_HASH extras may come
+  bool rx_zero_copy = false;  // DeviceConfig::rx_zero_copy: received pages may be kept
 };
 
 struct QueueTeardown {
   PoolTeardownReport pages;  // rings and pools together
   uint64_t rx_dropped_staged = 0;
   uint64_t tx_unanswered = 0;
+  uint32_t rx_pages_kept = 0;  // RX pages the application still kept: retired, not ended
 };
 
 class QueueImpl {
@@ -133,7 +135,7 @@ class QueueImpl {
   //   tx_slots_in_flight + tx_extras_unanswered == tx_requests_unanswered
   //     (req_prod_pvt - rsp_cons)
   //   tx_extras_counted == tx_extras_unanswered
-  //   rx_pool_free + rx_buffers_posted + rx_buffers_held == rx_pool_size
+  //   rx_pool_free + rx_buffers_posted + rx_buffers_held + rx_buffers_kept == rx_pool_size
   struct Accounting {
     uint32_t tx_pool_size = 0;
     uint32_t tx_pool_free = 0;
@@ -144,8 +146,10 @@ class QueueImpl {
     uint32_t tx_requests_unanswered = 0;  // ring slots published or queued, no response consumed
     uint32_t rx_pool_size = 0;
     uint32_t rx_pool_free = 0;
-    uint32_t rx_buffers_posted = 0;  // requests posted, response not consumed
-    uint32_t rx_buffers_held = 0;    // answered, staged or being assembled
+    uint32_t rx_buffers_posted = 0;     // requests posted, response not consumed
+    uint32_t rx_buffers_held = 0;       // answered, staged or being assembled
+    uint32_t rx_buffers_kept = 0;       // delivered and kept (zero-copy), not yet back in the pool
+    uint32_t tx_slots_by_rx_grant = 0;  // in-flight TX requests naming a kept RX page's grant
   };
   Accounting accounting() const;  // all zero when not connected
 
@@ -180,6 +184,7 @@ class QueueImpl {
     bool lent : 1 = false;       // handed to the caller by tx_buffer()
     uint8_t extras : 2 = 0;      // extra-info slots that followed its request
     bool mcast : 1 = false;      // a multicast filter change, not a packet
+    bool rx_page : 1 = false;    // names a kept RX page's grant (Conn::tx_rx_pages)
   };
   struct RxFrag {
     uint16_t slot;
@@ -240,10 +245,15 @@ class QueueImpl {
     uint16_t max;
     uint16_t n;
     uint64_t bytes;
+    uint32_t kept;  // packets the caller kept (zero-copy)
   };
   bool handle_rx_responses(Direct* direct = nullptr);
   bool rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot);
   void refill_rx(bool force);
+  // The queue's pages kept by the application, taken back into the pool.
+  void take_back_kept();
+  // Frees the retired pools whose pages all came back (control path).
+  void free_retired();
   void rearm_tx();
   bool leave_tx_for_next_push(uint32_t waiting);
   void sync_events();
@@ -278,6 +288,10 @@ class QueueImpl {
   const uint32_t index_;
   Queue api_;
   std::unique_ptr<Conn> conn_;
+  // RX pools of past connections whose pages the application still kept,
+  // with their tables: ended once the last page comes back.
+  struct Retired;
+  std::vector<std::unique_ptr<Retired>> retired_;
   std::atomic<bool> active_{false};
   std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
   std::atomic<bool> broken_{false};

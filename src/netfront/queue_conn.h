@@ -4,6 +4,7 @@
 #pragma once
 
 #include "netfront/queue.h"
+#include "netfront/rx_loans.h"
 
 namespace xpv {
 
@@ -12,6 +13,11 @@ inline constexpr uint32_t kRingMask = QueueImpl::kRingSize - 1;
 // never notifies (poll mode keeps moving it along with the consumer).
 inline constexpr uint32_t kDisarmedDistance = 0x80000000u;
 
+struct QueueImpl::Retired {
+  std::unique_ptr<BufferPool> pool;
+  std::unique_ptr<RxLoans> loans;
+};
+
 struct QueueImpl::Conn {
   SharedPages tx_ring_page;
   SharedPages rx_ring_page;
@@ -19,9 +25,12 @@ struct QueueImpl::Conn {
   netif::RxFrontRing rx;
   std::unique_ptr<BufferPool> tx_pool;
   std::unique_ptr<BufferPool> rx_pool;
+  std::unique_ptr<RxLoans> rx_loans;  // DeviceConfig::rx_zero_copy
   std::unique_ptr<LateEoiChannel> evt;
   evtchn_port_t tx_port = 0;
   evtchn_port_t rx_port = 0;
+  domid_t self = 0;  // our domain: the granter of every grant of ours
+  domid_t backend = 0;
   bool split = false;
   bool sg = false;           // the backend takes multi-slot packets (feature-sg)
   uint8_t tx_gso_types = 0;  // QueueFeatures::tx_gso_types
@@ -41,6 +50,14 @@ struct QueueImpl::Conn {
   // and multicast requests): while 0, no response can be one, and the TX
   // handler takes the loop without the positional NULL test.
   uint32_t tx_extras_in_flight = 0;
+
+  // TX requests that name a kept RX page (TxSlot::rx_page), per request id:
+  // whose page, to let go of when it is answered.
+  struct TxRxPage {
+    RxLoans* loans;
+    uint32_t slot;
+  };
+  std::array<TxRxPage, kTxPoolSlots> tx_rx_pages{};
 
   // RX: the pool slot posted at each ring index.
   std::array<uint16_t, kRingSize> rx_posted{};

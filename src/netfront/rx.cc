@@ -44,6 +44,7 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
   Conn& c = *conn_;
   uint16_t n = 0;
   uint64_t bytes = 0;
+  uint32_t kept_packets = 0;
   auto deliver_staged = [&] {
     RxFragment frags[kMaxRxFrags];
     BufferPool& pool = *c.rx_pool;
@@ -53,28 +54,42 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
         const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
         frags[f] = {pool.data(fr.slot) + fr.offset, fr.len};
       }
-      const RxPacket pkt{frags,      s.nfrags,   s.len,       s.flags,
-                         s.gso_type, s.gso_size, s.hash_type, s.hash};
-      if (!fn(ctx, pkt)) return false;
+      RxLoans* const loans =
+          c.rx_loans && c.rx_loans->can_lend(s.nfrags) ? c.rx_loans.get() : nullptr;
+      const RxPacket pkt{frags,      s.nfrags,    s.len,  s.flags, s.gso_type,
+                         s.gso_size, s.hash_type, s.hash, loans};
+      const RxVerdict v = fn(ctx, pkt);
+      if (v == RxVerdict::kStop) return false;
+      const bool kept = v == RxVerdict::kKept && loans;
       for (uint16_t f = 0; f < s.nfrags; ++f) {
-        pool.free(c.frags[(s.first_frag + f) % kRxPoolSlots].slot);
+        const uint32_t slot = c.frags[(s.first_frag + f) % kRxPoolSlots].slot;
+        if (kept) {
+          loans->lend(slot);  // counted below
+        } else {
+          pool.free(slot);
+        }
       }
       c.frag_tail += s.nfrags;
+      kept_packets += kept;
       bytes += s.len;
       ++c.staged_tail;
       ++n;
     }
     return true;
   };
+  // Pages the application let go of since the last call: back in the pool
+  // first, so that the packets of this call may be kept in turn.
+  if (c.rx_loans && c.rx_loans->out()) take_back_kept();
   if (!broken_.load(std::memory_order_relaxed)) {
     if (mode() == QueueMode::kPoll) {
       // Older packets first; then the handler, which delivers what it finds
       // straight to the caller while the caller has room.
       if (deliver_staged() && n < max) {
-        Direct d{fn, ctx, max, n, 0};
+        Direct d{fn, ctx, max, n, 0, 0};
         handle_rx_responses(&d);
         n = d.n;
         bytes += d.bytes;
+        kept_packets += d.kept;
         if (n < max) deliver_staged();  // multi-slot packets it staged
       }
     } else {
@@ -86,6 +101,7 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
   if (n) {
     count(kCounter_rx_packets, n);
     count(kCounter_rx_bytes, bytes);
+    if (kept_packets) count(kCounter_rx_kept, kept_packets);
   }
   if (!broken_.load(std::memory_order_relaxed)) refill_rx(false);
   leave();
@@ -100,10 +116,12 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
   uint16_t dn = direct ? direct->n : 0;
   uint16_t dmax = direct ? direct->max : 0;
   uint64_t dbytes = 0;
+  uint32_t dkept = 0;
   auto finish = [&](bool result) {
     if (direct) {
       direct->n = dn;
       direct->bytes += dbytes;
+      direct->kept += dkept;
     }
     return result;
   };
@@ -141,6 +159,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     // (the callback gets it by const reference and may not keep it).
     RxFragment fr{nullptr, 0};
     RxPacket pkt{&fr, 1, 0, 0};
+    RxLoans* const loans = c.rx_loans.get();
     uint32_t freed[kRingSize];  // delivered slots, back to the pool once per batch
     uint32_t nfreed = 0;
     uint32_t k = 0;
@@ -159,8 +178,15 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
           fr.len = len;
           pkt.len = len;
           pkt.flags = r.flags;
-          if (fn(ctx, pkt)) {
-            freed[nfreed++] = slot;
+          pkt.loans = loans && loans->can_lend(1) ? loans : nullptr;
+          const RxVerdict v = fn(ctx, pkt);
+          if (v != RxVerdict::kStop) {
+            if (v == RxVerdict::kKept && pkt.loans) {
+              loans->lend(slot);
+              ++dkept;
+            } else {
+              freed[nfreed++] = slot;
+            }
             ++dn;
             dbytes += len;
             continue;
@@ -322,8 +348,17 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
 
 // Posts free RX buffers. Batched: only when a batch is free (or forced),
 // with at most one notification, and only if the backend asked for one.
+void QueueImpl::take_back_kept() {
+  Conn& c = *conn_;
+  uint32_t slots[kRxPoolSlots];
+  // Checked hand-back: a page released twice by the application is refused
+  // (counted by the pool), never posted twice.
+  c.rx_pool->free_bulk(slots, c.rx_loans->take_returned(slots));
+}
+
 void QueueImpl::refill_rx(bool force) {
   Conn& c = *conn_;
+  if (c.rx_loans && c.rx_loans->out()) take_back_kept();
   BufferPool& pool = *c.rx_pool;
   const uint32_t want = std::min(c.rx.free_requests(), pool.available());
   if (want == 0 || (!force && want < kRefillBatch)) return;

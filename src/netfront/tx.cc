@@ -148,6 +148,11 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
         if (packets == max_packets) return false;  // the next packet is beyond the budget
         ++packets;
       }
+      if (s.rx_page) [[unlikely]] {
+        // Its kept RX page: the backend has read it (this response).
+        const Conn::TxRxPage& pg = c.tx_rx_pages[rsp.id];
+        pg.loans->release(pg.slot);
+      }
       slots[rsp.id] = TxSlot{};
       freed[nfreed++] = rsp.id;
       return true;
@@ -274,7 +279,7 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
       const uint32_t len = p.segs[0].len;
       const bool lent =
           reinterpret_cast<uintptr_t>(d) - reinterpret_cast<uintptr_t>(pool_lo) < pool_bytes;
-      if (!lent && len - 1u < kPageSize) [[likely]] {
+      if (!lent && !p.segs[0].loan && len - 1u < kPageSize) [[likely]] {
         if (id == id_end) {
           sync();
           if ((ring.full() || pool.available() == 0) && !reclaimed) reclaim();
@@ -366,19 +371,32 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
       return {0, 0, reclaimed};
     }
   }
-  // Zero-copy when every segment is a page lent by tx_buffer() and lies
-  // within it: the request names that page's grant directly. The first
+  // Zero-copy when every segment lies within a page lent by tx_buffer(),
+  // or within a kept RX page granted by our domain to this queue's backend
+  // domain: the request names that page's grant directly (netif.h: any grant
+  // of ours will do; a grant is from a domain to a domain, whichever ring
+  // names it). The first
   // slot must carry the whole Ethernet header: netback drops a packet whose
   // first slot has fewer than 14 bytes of its own.
   bool zero_copy = p.nsegs <= kMaxTxSlots;
   uint32_t zslots[kMaxTxSlots];
   uint32_t zoffs[kMaxTxSlots];
+  RxLoans* zloans[kMaxTxSlots];
+  uint32_t nrx = 0;  // segments in kept RX pages: each takes a TX slot id
   for (uint16_t i = 0; zero_copy && i < p.nsegs; ++i) {
     uint32_t slot = 0, off = 0;
-    zero_copy = c.tx_pool->locate(p.segs[i].data, &slot, &off) && c.tx_slots[slot].lent &&
-                off + p.segs[i].len <= kPageSize && p.segs[i].len >= (i == 0 ? 14u : 1u);
-    for (uint16_t j = 0; zero_copy && j < i; ++j)
-      zero_copy = zslots[j] != slot;
+    RxLoans* const l = p.segs[i].loan;
+    if (l) {
+      zero_copy = l->granted_between(c.self, c.backend) && l->locate(p.segs[i].data, &slot, &off);
+      ++nrx;
+    } else {
+      zero_copy = c.tx_pool->locate(p.segs[i].data, &slot, &off) && c.tx_slots[slot].lent;
+      for (uint16_t j = 0; zero_copy && j < i; ++j)
+        zero_copy = zloans[j] || zslots[j] != slot;
+    }
+    zero_copy =
+        zero_copy && off + p.segs[i].len <= kPageSize && p.segs[i].len >= (i == 0 ? 14u : 1u);
+    zloans[i] = l;
     zslots[i] = slot;
     zoffs[i] = off;
   }
@@ -390,7 +408,7 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   const uint32_t nextras = gso ? 1 : 0;
   auto no_room = [&] {
     return c.tx.free_requests() < nslots + nextras ||
-           (!zero_copy && c.tx_pool->available() < nslots);
+           c.tx_pool->available() < (zero_copy ? nrx : nslots);
   };
   if (no_room() && !reclaimed) {
     reclaimed = true;
@@ -405,12 +423,26 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
   uint64_t left = len;
   for (uint32_t s = 0; s < nslots; ++s) {
     uint32_t slot = 0, off = 0, chunk = 0;
-    if (zero_copy) {
+    grant_ref_t gref = 0;
+    RxLoans* rx_page = nullptr;
+    if (zero_copy && zloans[s]) {
+      // A TX slot for the request id; the data stays in the kept RX page,
+      // held for the backend until the response (RxLoans::pin).
+      c.tx_pool->alloc(&slot);  // no_room() said there are nrx free
+      rx_page = zloans[s];
+      rx_page->pin(zslots[s]);
+      c.tx_rx_pages[slot] = {rx_page, zslots[s]};
+      gref = rx_page->ref(zslots[s]);
+      off = zoffs[s];
+      chunk = p.segs[s].len;
+    } else if (zero_copy) {
       slot = zslots[s];
+      gref = c.tx_pool->ref(slot);
       off = zoffs[s];
       chunk = p.segs[s].len;
     } else {
       c.tx_pool->alloc(&slot);  // no_room() said there are nslots free
+      gref = c.tx_pool->ref(slot);
       uint8_t* page = c.tx_pool->data(slot);
       chunk = static_cast<uint32_t>(std::min<uint64_t>(left, kPageSize));
       for (uint32_t filled = 0; filled < chunk;) {
@@ -428,9 +460,10 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
     }
     uint16_t flags = s + 1 < nslots ? netif::kTxMoreData : 0;
     if (s == 0) flags |= csum_flags(p) | (gso ? netif::kTxExtraInfo : 0);
-    put_request(c.tx.next_request(), c.tx_pool->ref(slot), off, flags, slot,
+    put_request(c.tx.next_request(), gref, off, flags, slot,
                 s == 0 ? static_cast<uint32_t>(len) : chunk);
-    c.tx_slots[slot] = TxSlot{true, s == 0, false, static_cast<uint8_t>(s == 0 ? nextras : 0)};
+    c.tx_slots[slot] = TxSlot{
+        true, s == 0, false, static_cast<uint8_t>(s == 0 ? nextras : 0), false, rx_page != nullptr};
     c.tx.commit_request();
     if (s == 0 && gso) {
       ++c.tx_extras_in_flight;
@@ -446,6 +479,7 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
       c.tx.commit_request();
     }
   }
+  if (nrx && zero_copy) count(kCounter_tx_by_rx_grant);
   return {1, static_cast<uint32_t>(len), reclaimed};
 }
 
