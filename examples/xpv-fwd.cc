@@ -67,6 +67,13 @@ struct PortStats {
   uint64_t rx = 0, tx = 0, dropped = 0, lro = 0, tso = 0, csum_offloaded = 0, csum_software = 0;
 };
 
+// The extended statistic `name` of `port`; 0 when the driver has none by that name.
+uint64_t xstat(uint16_t port, const char* name) {
+  uint64_t id = 0, v = 0;
+  if (rte_eth_xstats_get_id_by_name(port, name, &id) != 0) return 0;
+  return rte_eth_xstats_get_by_id(port, &id, &v, 1) == 1 ? v : 0;
+}
+
 struct Port {
   uint16_t id = 0;
   uint64_t tx_offloads = 0;  // what was enabled on it
@@ -160,7 +167,10 @@ void tx_prepare(rte_mbuf* m, const Port& out, PortStats& st) {
   const uint64_t rx = m->ol_flags;
   const bool partial = (rx & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_NONE;
   const bool lro = (rx & RTE_MBUF_F_RX_LRO) != 0;
-  m->ol_flags = 0;
+  // What says how the mbuf's buffer is to be freed stays (an mbuf attached
+  // to a page of the driver's, net_xenpv zerocopy=1, is freed through it).
+  const uint64_t keep = rx & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL);
+  m->ol_flags = keep;
   if (!partial && !lro) return;
   rte_net_hdr_lens h{};
   const uint32_t pt =
@@ -191,7 +201,7 @@ void tx_prepare(rte_mbuf* m, const Port& out, PortStats& st) {
     tx |= RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
     field(v4 ? rte_ipv4_phdr_cksum(static_cast<rte_ipv4_hdr*>(ip), tx)
              : rte_ipv6_phdr_cksum(static_cast<rte_ipv6_hdr*>(ip), tx));
-    m->ol_flags = tx;
+    m->ol_flags = keep | tx;
     ++st.tso;
     return;
   }
@@ -201,7 +211,7 @@ void tx_prepare(rte_mbuf* m, const Port& out, PortStats& st) {
     tx |= tcp ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM;
     field(v4 ? rte_ipv4_phdr_cksum(static_cast<rte_ipv4_hdr*>(ip), tx)
              : rte_ipv6_phdr_cksum(static_cast<rte_ipv6_hdr*>(ip), tx));
-    m->ol_flags = tx;
+    m->ol_flags = keep | tx;
     ++st.csum_offloaded;
     return;
   }
@@ -422,10 +432,16 @@ int main(int argc, char** argv) {
   for (Port& p : ports)
     drop_backlog(p);  // what no TX ring took before the signal
   for (const Port& p : ports) {
+    // The driver's counts, when it has them: packets received into their
+    // granted pages and sent by those pages' grants (net_xenpv zerocopy=1),
+    // notifications sent to the backend and events taken from it.
     std::printf("xpv-fwd: port %u: rx %" PRIu64 " tx %" PRIu64 " dropped %" PRIu64 " lro %" PRIu64
-                " tso %" PRIu64 " csum-offloaded %" PRIu64 " csum-software %" PRIu64 "\n",
+                " tso %" PRIu64 " csum-offloaded %" PRIu64 " csum-software %" PRIu64
+                " rx-kept %" PRIu64 " tx-by-rx-grant %" PRIu64 " notifies %" PRIu64
+                " events %" PRIu64 "\n",
                 p.id, p.st.rx, p.st.tx, p.st.dropped, p.st.lro, p.st.tso, p.st.csum_offloaded,
-                p.st.csum_software);
+                p.st.csum_software, xstat(p.id, "rx_q0_kept"), xstat(p.id, "tx_q0_by_rx_grant"),
+                xstat(p.id, "q0_notifies"), xstat(p.id, "q0_events"));
   }
   std::printf("xpv-fwd: sleeps %" PRIu64 " wakeups %" PRIu64 "\n", sleeps, wakeups);
   for (const Port& p : ports) {

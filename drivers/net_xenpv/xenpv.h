@@ -38,9 +38,13 @@ struct xenpv_args {
   bool split_event_channels = true;
   uint32_t speed = RTE_ETH_SPEED_NUM_UNKNOWN;  // Mbps reported as link speed (netif has none)
   bool csum = true;  // checksum offload (and TSO, LRO) where the backend offers it
+  // Zero-copy (DeviceConfig::rx_zero_copy): received mbufs are attached to
+  // the granted RX pages, and sent by their grants on a port of the same
+  // backend domain.
+  bool zerocopy = false;
 };
 
-// Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N,csum=0|1"; on error
+// Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N,csum=0|1,zerocopy=0|1"; on error
 // `err` names the key and the expected form.
 bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err);
 extern const char* const xenpv_valid_args[];
@@ -116,6 +120,10 @@ struct xenpv_rx_filter {
 };
 
 struct xenpv_internals;
+
+// The free callback of the mbufs attached to kept RX pages (zerocopy=1): the
+// TX burst tells such a segment by it.
+void xenpv_kept_page_free(void* addr, void* opaque);
 
 struct xenpv_rxq {
   xenpv_internals* pmd = nullptr;

@@ -3,7 +3,7 @@
 // failing with the key's name and the form it expects.
 //
 //   --vdev
-//   net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000,csum=1
+//   net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000,csum=1,zerocopy=1
 #include <rte_kvargs.h>
 
 #include <cerrno>
@@ -13,8 +13,8 @@
 #include "netfront/backend_keys.h"
 #include "xenpv.h"
 
-const char* const xenpv_valid_args[] = {"vif",   "backend", "queues", "mac",
-                                        "split", "speed",   "csum",   nullptr};
+const char* const xenpv_valid_args[] = {"vif",   "backend", "queues",   "mac",  "split",
+                                        "speed", "csum",    "zerocopy", nullptr};
 
 namespace {
 
@@ -108,6 +108,13 @@ int set_csum(const char* key, const char* v, void* opaque) {
   return set_flag(c, key, v, &c->out->csum, "checksum offload, TSO and LRO when offered");
 }
 
+int set_zerocopy(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  return set_flag(
+      c, key, v, &c->out->zerocopy,
+      "receive into mbufs attached to the granted pages, and send those by their grants");
+}
+
 // netif has no link speed: the PMD reports what speed= says (as virtio's
 // speed= device argument does), one of ethdev's RTE_ETH_SPEED_NUM_* values.
 int set_speed(const char* key, const char* v, void* opaque) {
@@ -154,7 +161,7 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
       if (!known) {
         *err = xpv::format(
             "unknown device argument '%s' (valid: vif=N, backend=xen|sim:PATH, "
-            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS, csum=0|1)",
+            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS, csum=0|1, zerocopy=0|1)",
             key.c_str());
         return false;
       }
@@ -183,9 +190,9 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
   struct {
     const char* key;
     arg_handler_t fn;
-  } handlers[] = {{"vif", set_vif},  {"backend", set_backend}, {"queues", set_queues},
-                  {"mac", set_mac},  {"split", set_split},     {"speed", set_speed},
-                  {"csum", set_csum}};
+  } handlers[] = {{"vif", set_vif},   {"backend", set_backend},  {"queues", set_queues},
+                  {"mac", set_mac},   {"split", set_split},      {"speed", set_speed},
+                  {"csum", set_csum}, {"zerocopy", set_zerocopy}};
   bool ok = true;
   for (auto& h : handlers) {
     if (rte_kvargs_process(kv, h.key, h.fn, &ctx) < 0) {

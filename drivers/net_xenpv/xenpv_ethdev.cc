@@ -221,6 +221,7 @@ int open_device(struct rte_eth_dev* dev, uint32_t queues, bool lro) {
   cfg.split_event_channels = p->args.split_event_channels;
   cfg.mode = xpv::QueueMode::kPoll;
   cfg.rx_csum_offload = p->args.csum;
+  cfg.rx_zero_copy = p->args.zerocopy;
   cfg.rx_gso = lro;
   auto d = xpv::Device::open(cfg);
   if (!d) {
@@ -701,15 +702,22 @@ void xenpv_txq_info_get(struct rte_eth_dev* dev, uint16_t qid, struct rte_eth_tx
   qi->conf.offloads = q->offloads;
 }
 
-int xenpv_rx_burst_mode_get(struct rte_eth_dev*, uint16_t, struct rte_eth_burst_mode* m) {
+int xenpv_rx_burst_mode_get(struct rte_eth_dev* dev, uint16_t, struct rte_eth_burst_mode* m) {
+  const bool zc = static_cast<xenpv_internals*>(dev->data->dev_private)->args.zerocopy;
   m->flags = 0;
-  std::snprintf(m->info, sizeof m->info, "Scalar, copy from granted pages into new mbufs");
+  std::snprintf(m->info, sizeof m->info, "%s",
+                zc ? "Scalar, zero-copy: mbufs attached to the granted pages (copy when half "
+                     "are held)"
+                   : "Scalar, copy from granted pages into new mbufs");
   return 0;
 }
 
-int xenpv_tx_burst_mode_get(struct rte_eth_dev*, uint16_t, struct rte_eth_burst_mode* m) {
+int xenpv_tx_burst_mode_get(struct rte_eth_dev* dev, uint16_t, struct rte_eth_burst_mode* m) {
+  const bool zc = static_cast<xenpv_internals*>(dev->data->dev_private)->args.zerocopy;
   m->flags = 0;
-  std::snprintf(m->info, sizeof m->info, "Scalar, copy from mbufs into granted pages");
+  std::snprintf(m->info, sizeof m->info, "%s",
+                zc ? "Scalar, received pages by their grants, other mbufs copied into granted pages"
+                   : "Scalar, copy from mbufs into granted pages");
   return 0;
 }
 
@@ -1035,7 +1043,7 @@ bool xenpv_rx_filter::multicast_listed(uint64_t key) const {
 
 #define XENPV_PARAM_STRING                         \
   "vif=<int> backend=xen|sim:<path> queues=<int> " \
-  "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1"
+  "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1 zerocopy=0|1"
 RTE_PMD_REGISTER_VDEV(net_xenpv, xenpv_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_xenpv, XENPV_PARAM_STRING);
 

@@ -166,7 +166,7 @@ void rx_offloads(xenpv_rxq* rxq, struct rte_mbuf* m, const xpv::RxPacket& p) {
     m->tso_segsz = p.gso_size;
     rxq->lro_packets.add();
   }
-  m->ol_flags = ol;
+  m->ol_flags |= ol;  // an attached mbuf has RTE_MBUF_F_EXTERNAL already
 }
 
 // The TX offloads `m` asks for, into `tp`: a partial checksum for the backend
@@ -238,25 +238,72 @@ void tx_offloads_settle(xenpv_txq* txq, const TxEdit* edits, uint16_t nedits, ui
 
 }  // namespace
 
+void xenpv_kept_page_free(void* addr, void* opaque) {
+  xpv::rx_loan_release(static_cast<xpv::RxLoans*>(opaque), addr);
+}
+
+namespace {
+
+// Zero-copy receive (zerocopy=1): an mbuf per fragment, attached to the
+// granted page the fragment lies in (DPDK's external buffer; the page's
+// rte_mbuf_ext_shared_info lives in the library's room for it), the page
+// released to the library when the last mbuf on it is freed. false when
+// out of mbufs (nothing kept then).
+bool rx_attach(xenpv_rxq* rxq, const xpv::RxPacket& p, struct rte_mbuf** out) {
+  struct rte_mbuf* ms[xpv::kMaxRxFrags];
+  if (rte_pktmbuf_alloc_bulk(rxq->mp, ms, p.nfrags) != 0) return false;
+  const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+  for (uint16_t f = 0; f < p.nfrags; ++f) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p.frags[f].data);
+    auto* page = reinterpret_cast<uint8_t*>(at & ~uintptr_t{xpv::kPageSize - 1});
+    auto* sh = static_cast<struct rte_mbuf_ext_shared_info*>(xpv::rx_loan_area(p.loans, page));
+    sh->free_cb = xenpv_kept_page_free;
+    sh->fcb_opaque = p.loans;
+    rte_mbuf_ext_refcnt_set(sh, 1);
+    struct rte_mbuf* m = ms[f];
+    rte_pktmbuf_attach_extbuf(m, page, iova_va ? reinterpret_cast<rte_iova_t>(page) : RTE_BAD_IOVA,
+                              xpv::kPageSize, sh);
+    m->data_off = static_cast<uint16_t>(at - reinterpret_cast<uintptr_t>(page));
+    m->data_len = static_cast<uint16_t>(p.frags[f].len);
+    if (f) ms[f - 1]->next = m;
+  }
+  ms[0]->nb_segs = p.nfrags;
+  *out = ms[0];
+  return true;
+}
+
+}  // namespace
+
 uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
   auto* rxq = static_cast<xenpv_rxq*>(queue);
   // Acquire: pairs with the release store of the queue start.
   xpv::Queue* q = rxq->q.load(std::memory_order_acquire);
   if (!q) return 0;
   uint16_t got = 0;
-  q->receive(n, [&](const xpv::RxPacket& p) -> bool {
-    if (filtered(rxq, p)) return true;  // consumed, not delivered
-    struct rte_mbuf* m = rte_pktmbuf_alloc(rxq->mp);
-    if (!m) {
-      rxq->nombuf.add();
-      return false;  // the packet stays queued for the next burst
-    }
-    struct rte_mbuf* tail = m;
-    for (uint16_t f = 0; f < p.nfrags; ++f) {
-      if (!append(m, &tail, p.frags[f].data, p.frags[f].len, rxq->mp)) {
-        rte_pktmbuf_free(m);
+  q->receive(n, [&](const xpv::RxPacket& p) -> xpv::RxVerdict {
+    if (filtered(rxq, p)) return xpv::RxVerdict::kConsumed;  // not delivered
+    struct rte_mbuf* m = nullptr;
+    xpv::RxVerdict v = xpv::RxVerdict::kConsumed;
+    if (p.loans) {
+      // The library has pages to spare: keep this packet in its pages.
+      if (!rx_attach(rxq, p, &m)) {
         rxq->nombuf.add();
-        return false;
+        return xpv::RxVerdict::kStop;  // the packet stays queued for the next burst
+      }
+      v = xpv::RxVerdict::kKept;
+    } else {
+      m = rte_pktmbuf_alloc(rxq->mp);
+      if (!m) {
+        rxq->nombuf.add();
+        return xpv::RxVerdict::kStop;
+      }
+      struct rte_mbuf* tail = m;
+      for (uint16_t f = 0; f < p.nfrags; ++f) {
+        if (!append(m, &tail, p.frags[f].data, p.frags[f].len, rxq->mp)) {
+          rte_pktmbuf_free(m);
+          rxq->nombuf.add();
+          return xpv::RxVerdict::kStop;
+        }
       }
     }
     m->pkt_len = p.len;
@@ -265,7 +312,7 @@ uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
       rx_offloads(rxq, m, p);
     }
     pkts[got++] = m;
-    return true;
+    return v;
   });
   return got;
 }
@@ -305,7 +352,11 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
         edits[nedits++].index = k;
       }
       for (struct rte_mbuf* s = m; s; s = s->next) {
-        segs[nseg++] = {rte_pktmbuf_mtod(s, const void*), s->data_len};
+        // A segment in a kept RX page (zerocopy=1) goes by its grant when it can.
+        xpv::RxLoans* kept = nullptr;
+        if (RTE_MBUF_HAS_EXTBUF(s) && s->shinfo->free_cb == xenpv_kept_page_free) [[unlikely]]
+          kept = static_cast<xpv::RxLoans*>(s->shinfo->fcb_opaque);
+        segs[nseg++] = {rte_pktmbuf_mtod(s, const void*), s->data_len, kept};
       }
       ++k;
     }
