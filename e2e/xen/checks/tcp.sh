@@ -10,6 +10,9 @@
 #                 (`tso set`) and TCP checksum offload (`csum set tcp hw`) on send.
 #   fwd-off/on:   xpv-fwd (examples/xpv-fwd.cc) between the same two ports without and with
 #                 those offloads: it sleeps on RX interrupts when idle, where testpmd spins.
+#   fwd-zc:       xpv-fwd with the offloads and zerocopy=1: received into mbufs attached to
+#                 the granted RX pages, sent on by those pages' grants (both vifs are this
+#                 domU's, served by dom0): no copy in the domU.
 # And the kernel bridge once more beside a busy loop in the domU (nice 19): what the kernel
 # gets when the domU's one vCPU is never idle, as with testpmd. dom0's netback copies on the
 # same two physical CPUs (QEMU's), so a spinning domU takes CPU from it.
@@ -255,10 +258,21 @@ check_tcp_through_domu() {
     ((${flro:-0} > 0 && ${ftso:-0} > 0 && ${fwake:-0} > 0)) ||
         fail "xpv-fwd with offloads: LRO packets ${flro:-?}, TSO packets ${ftso:-?}, wake-ups from RX interrupts ${fwake:-?} ($fst)"
 
-    local mk mkb moff mon mfoff mfon
+    # 5. xpv-fwd with the offloads and zero-copy: netback copies into the RX pages of vif 2,
+    # and reads the TX packets of vif 3 from those same pages.
+    local fzc fzst fzkept fzgrant fzcpu
+    fzc=$(tcp_fwd_run fwd-zc ",zerocopy=1") || fail "xpv-fwd between net_xenpv ports with zerocopy=1: $fzc"
+    fzst=$(sed -nE 's/^fwd: (.*)/\1/p' <<<"$fzc")
+    fzkept=$(grep -oE 'rx-kept [0-9]+' <<<"$fzst" | awk '{ s += $2 } END { print s + 0 }')
+    fzgrant=$(grep -oE 'tx-by-rx-grant [0-9]+' <<<"$fzst" | awk '{ s += $2 } END { print s + 0 }')
+    fzcpu=$(sed -nE 's/.* cpu ([0-9]+)%.*/\1/p' <<<"$fzst")
+    ((fzkept > 0 && fzgrant > 0)) ||
+        fail "xpv-fwd with zerocopy=1: packets kept in their pages $fzkept, sent by their grants $fzgrant ($fzst)"
+
+    local mk mkb moff mon mfoff mfon mfzc
     mbit_of() { tcp_kv "$1" mbit; }
     mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on")
-    mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon")
+    mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon") mfzc=$(mbit_of "$fzc")
     r() { python3 -c "print('%.2f' % ($1 / max(0.1, $2)))"; }
     # dom0%/domU% of one physical CPU over a run (xl list, action_iperf).
     cpu_of() { tcp_kv "$1" cpu_dom0 cpu_domu; }
@@ -269,7 +283,12 @@ check_tcp_through_domu() {
     # xpv-fwd's drops (both ports): what no TX ring took within its backlog timeout.
     fwd_drops() { grep -oE 'dropped [0-9]+' <<<"$1" | awk '{ s += $2 } END { print s + 0 }'; }
     retr_of() { tcp_kv "$1" retransmits; }
+    # xpv-fwd's notifications to netback and events from it (both ports), per forwarded packet.
+    fwd_kicks() {
+        grep -oE '(rx|notifies|events) [0-9]+' <<<"$1" | awk '$1 == "rx" { p += $2 } $1 == "notifies" { n += $2 } $1 == "events" { e += $2 }
+            END { printf "%d/%d for %d packets", n, e, p }'
+    }
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
-    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon")"
+    pass "iperf3 TCP ${TCP_SECS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon")"
 }
