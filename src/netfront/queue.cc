@@ -253,7 +253,10 @@ QueueTeardown QueueImpl::teardown(bool platform_gone) {
     // Their memory and grants stay until the application lets go.
     log_info("queue %u: %u received pages still kept by the application: ended when released",
              index_, t.rx_pages_kept);
-    retired_.push_back(std::make_unique<Retired>(std::move(c.rx_pool), std::move(c.rx_loans)));
+    auto r = std::make_unique<Retired>();
+    r->pool = std::move(c.rx_pool);
+    r->loans = std::move(c.rx_loans);
+    retired_.push_back(std::move(r));
   } else {
     addp(c.rx_pool);
   }
