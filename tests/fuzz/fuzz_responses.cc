@@ -3,7 +3,8 @@
 // indices and event fields into a live queue's shared rings, and notifies its
 // event channel, interleaved with traffic, while the frontend transmits
 // (copied single- and multi-segment packets, zero-copy pages lent by
-// tx_buffer()), receives, polls, reaps and sleeps, in poll or event mode.
+// tx_buffer(), kept RX pages by their grants), receives (keeping pages, with
+// zero-copy receive), polls, reaps and sleeps, in poll or event mode.
 //
 // The frontend must never crash, read or write out of bounds (ASan), hang,
 // or lose track of a buffer:
@@ -11,10 +12,11 @@
 //    leak oracle: every TX pool slot is free, in flight or lent; every ring
 //    slot not yet answered is a slot in flight or an extra-info slot whose
 //    NULL answer is due; every RX pool slot is free,
-//    posted or held (QueueImpl::accounting());
+//    posted, held or kept by the application (QueueImpl::accounting());
 //  - every fragment handed to the receive callback lies in memory we may
 //    read and the fragments add up to the packet length;
-//  - at the end, tearing the queue down accounts for every granted page.
+//  - at the end, tearing the queue down accounts for every granted page (an
+//    RX pool with pages still kept is retired until they are released).
 //
 // Offloads and multicast filter changes: packets with partial checksums and
 // TSO (a GSO extra-info slot whose NETIF_RSP_NULL answer is positional),
@@ -25,12 +27,13 @@
 // Input: one byte of set-up (bit 0 split event channels, bit 1 event mode,
 // bit 2 a backend without feature-sg, bits 3-4 the backend's
 // feature-gso-tcpv4/-v6, bit 5 we took GSO packets (rx_gso), bit 6 a control
-// ring is connected (HASH extras may come)), then steps of
+// ring is connected (HASH extras may come), bit 7 zero-copy receive), then steps of
 // one opcode byte and its operands; missing bytes read as 0.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <dirent.h>
 #include <unistd.h>
@@ -104,8 +107,9 @@ void check_accounting(const QueueImpl& q, int step) {
   const QueueImpl::Accounting a = q.accounting();
   if (a.tx_pool_free + a.tx_slots_in_flight + a.tx_slots_lent != a.tx_pool_size)
     leak("a TX pool slot is neither free, nor in flight, nor lent", a, step);
-  if (a.rx_pool_free + a.rx_buffers_posted + a.rx_buffers_held != a.rx_pool_size)
-    leak("an RX pool slot is neither free, nor posted, nor held", a, step);
+  if (a.rx_pool_free + a.rx_buffers_posted + a.rx_buffers_held + a.rx_buffers_kept !=
+      a.rx_pool_size)
+    leak("an RX pool slot is neither free, nor posted, nor held, nor kept", a, step);
   if (!q.broken() && a.tx_slots_in_flight + a.tx_extras_unanswered != a.tx_requests_unanswered)
     leak(
         "TX slots in flight and extra slots unanswered differ from the ring slots not yet answered",
@@ -116,7 +120,15 @@ void check_accounting(const QueueImpl& q, int step) {
 
 uint64_t g_checksum = 0;
 
-bool touch_packet(void*, const RxPacket& p) {
+// Pages of packets kept (zero-copy receive), to be released later, in the
+// order the input says; each one once.
+struct KeptPage {
+  RxLoans* loans;
+  const uint8_t* data;
+};
+std::vector<KeptPage> g_kept;
+
+RxVerdict touch_packet(void*, const RxPacket& p) {
   uint32_t total = 0;
   for (uint16_t f = 0; f < p.nfrags; ++f) {
     for (uint32_t i = 0; i < p.frags[f].len; ++i)
@@ -127,7 +139,20 @@ bool touch_packet(void*, const RxPacket& p) {
     std::fprintf(stderr, "fuzz: fragments add up to %u bytes, the packet says %u\n", total, p.len);
     std::abort();
   }
-  return true;
+  // Zero-copy set up: keep about half the packets offered (by their bytes).
+  if (p.loans && (g_checksum & 1)) {
+    for (uint16_t f = 0; f < p.nfrags; ++f)
+      g_kept.push_back({p.loans, p.frags[f].data});
+    return RxVerdict::kKept;
+  }
+  return RxVerdict::kConsumed;
+}
+
+void release_kept(size_t n) {
+  for (; n && !g_kept.empty(); --n) {
+    rx_loan_release(g_kept.back().loans, g_kept.back().data);
+    g_kept.pop_back();
+  }
 }
 
 // File descriptors of the kinds the library and the simulator open (eventfd,
@@ -179,8 +204,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto tx_gso = static_cast<uint8_t>((setup >> 3 & 3) << 1);  // bits 1, 2: TCPV4, TCPV6
   const auto rx_gso = static_cast<uint8_t>(setup & 0x20 ? 6 : 0);
   const bool rx_hash = setup & 0x40;
-  if (Status s = q->setup(*w.domu, *w.sharer, kDom0,
-                          QueueFeatures{split, sg, tx_gso, rx_gso, rx_hash}, w.wake.get());
+  const bool zero_copy = setup & 0x80;
+  g_kept.clear();
+  if (Status s =
+          q->setup(*w.domu, *w.sharer, kDom0,
+                   QueueFeatures{split, sg, tx_gso, rx_gso, rx_hash, zero_copy}, w.wake.get());
       s.failed())
     harness_failed("queue setup", s.message());
   // The backend's ends of the channel(s), so that it can notify.
@@ -245,9 +273,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         rxh->rsp_prod = prod + 1;
         break;
       }
-      case 4:  // receive, touching every byte handed to us
-        (void)q->receive(in.u8() % 64, touch_packet, nullptr);
+      case 4: {  // receive, touching every byte handed to us; kept pages released or sent
+        const uint8_t o = in.u8();
+        (void)q->receive(o % 64, touch_packet, nullptr);
+        if ((o & 0x40) && !g_kept.empty()) {
+          // The last kept page sent on by its grant (a frame of at most what it holds).
+          const KeptPage& k = g_kept.back();
+          TxSegment seg{k.data, 14u + in.u8(), k.loans};
+          TxPacket pk{&seg, 1};
+          (void)api.transmit(std::span<const TxPacket>(&pk, 1));
+        }
+        release_kept(o & 0x80 ? in.u8() % 8 : 0);
         break;
+      }
       case 5:
         (void)api.poll();
         break;
@@ -417,11 +455,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (q->broken()) break;  // disconnected: the device would tear down now
   }
   q->stop();
+  // Half of what is still kept let go before the teardown, the rest after it.
+  release_kept(g_kept.size() / 2);
   QueueTeardown t = q->teardown();
+  release_kept(g_kept.size());
   (void)w.backend_evt->unbind(*tx_port);
   if (split) (void)w.backend_evt->unbind(rx_port);
   // Nobody mapped anything: every page must come back.
-  if (t.pages.pages != 2 + QueueImpl::kTxPoolSlots + QueueImpl::kRxPoolSlots ||
+  // An RX pool whose pages were still kept is retired, not ended (q.reset() ends it).
+  const uint32_t rx_pages = t.rx_pages_kept ? 0 : QueueImpl::kRxPoolSlots;
+  if (t.pages.pages != 2 + QueueImpl::kTxPoolSlots + rx_pages ||
       t.pages.returned != t.pages.pages || t.pages.still_mapped != 0) {
     std::fprintf(stderr, "fuzz: pages %u returned %u still mapped %u\n", t.pages.pages,
                  t.pages.returned, t.pages.still_mapped);
