@@ -46,6 +46,16 @@ struct ZeroCopy : HostileBackend {
     });
     return out;
   }
+  // Receives in bursts of 32 until `n` packets came (or a burst brought none).
+  std::vector<Kept> receive_all_keeping(size_t n) {
+    std::vector<Kept> all;
+    while (all.size() < n) {
+      auto k = receive_keeping(32);
+      if (k.empty()) break;
+      all.insert(all.end(), k.begin(), k.end());
+    }
+    return all;
+  }
   // One receive call that finds nothing: the refill that takes released
   // pages back runs at its end.
   void refill() {
@@ -89,11 +99,7 @@ TEST_F(ZeroCopy, KeptPagesStayOutOfTheRingUntilReleased) {
 TEST_F(ZeroCopy, AtMostHalfThePoolIsKept) {
   open_zero_copy();
   answer_rx_packets(0, 200, 60);
-  std::vector<Kept> all;
-  for (int i = 0; i < 10; ++i) {
-    auto k = receive_keeping(32);
-    all.insert(all.end(), k.begin(), k.end());
-  }
+  const std::vector<Kept> all = receive_all_keeping(200);
   ASSERT_EQ(all.size(), 200u);
   uint32_t kept = 0;
   for (const Kept& k : all)
@@ -220,11 +226,7 @@ TEST_F(ZeroCopy, APageOfAnotherDomainIsCopied) {
 TEST_F(ZeroCopy, ReleasesFromOtherThreadsAllComeBack) {
   open_zero_copy();
   answer_rx_packets(0, 128, 60);
-  std::vector<Kept> kept;
-  for (int i = 0; i < 4; ++i) {
-    auto k = receive_keeping(32);
-    kept.insert(kept.end(), k.begin(), k.end());
-  }
+  const std::vector<Kept> kept = receive_all_keeping(128);
   ASSERT_EQ(kept.size(), 128u);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

@@ -358,7 +358,6 @@ void QueueImpl::take_back_kept() {
 
 void QueueImpl::refill_rx(bool force) {
   Conn& c = *conn_;
-  if (c.rx_loans && c.rx_loans->out()) take_back_kept();
   BufferPool& pool = *c.rx_pool;
   const uint32_t want = std::min(c.rx.free_requests(), pool.available());
   if (want == 0 || (!force && want < kRefillBatch)) return;

@@ -10,7 +10,7 @@
 // backend's to read until that request's response). So each page has a
 // count; the one who brings it to 0 marks the page returned, and the owning
 // queue's data path takes the returned pages back into its pool on its next
-// refill (it alone touches the pool).
+// receive call (it alone touches the pool).
 //
 // When the connection ends while pages are still out, their grants stay and
 // their memory stays mapped (the application reads it): the pool is retired
