@@ -156,8 +156,8 @@ bool Queue::rx_action() {
   // The posted requests, read once; read again (req_event armed) only when
   // the head packet needs more than are left.
   ring::Available a = rx_requests();
+  if (a.overflow) return false;  // fatal, reported
   while (!fifo_.empty() && packets < kRxBatchPackets) {
-    if (a.overflow) break;  // fatal, reported
     const RxFifo::Packet& p = fifo_.front();
     const uint32_t needed = rx_slots_needed(p);
     if (a.count < needed) {
@@ -169,7 +169,7 @@ bool Queue::rx_action() {
     ++packets;
     const uint8_t* data = fifo_.data(p);
     const uint32_t len = p.len;
-    const FrameMeta meta = p.meta;
+    const FrameMeta& meta = p.meta;  // p stays in the queue until the pop below
     const uint32_t slot_begin = rx_slots_.size();
     // xenvif_rx_skb() / xenvif_rx_data_slot(): one slot per page of data,
     // at offset 0, id echoed, more_data on all but the last; the first
@@ -237,9 +237,9 @@ bool Queue::rx_action() {
     // The data stays where it is until rx_flush() below: nothing is queued
     // in between (the worker is the only user of the queue).
     fifo_.pop();
-    last_rx_ns_ = now;
   }
   if (packets == 0) return false;
+  last_rx_ns_ = now;
   ctr_.static_grant_copies.add(static_copies);
   if (direct_packets) {
     ctr_.rx_packets.add(direct_packets);

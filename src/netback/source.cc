@@ -70,22 +70,25 @@ bool Queue::source_generate(uint64_t now) {
     if (now - source_next_ns_ > 1'000'000'000) source_next_ns_ = now;
     budget = std::min<uint64_t>(budget, (now - source_next_ns_) / period + 1);
   }
-  uint64_t made = 0;
-  while (made < budget && (limit == 0 || source_seq_ < limit)) {
+  if (limit != 0) budget = std::min(budget, limit - source_seq_);
+  if (budget == 0) return false;
+  uint64_t dropped = 0;
+  const uint64_t first = source_seq_;
+  for (uint64_t seq = first; seq != first + budget; ++seq) {
     uint8_t* f = fifo_.reserve(size);
     if (f) {
-      source_fill(f, size, source_seq_);
+      source_fill(f, size, seq);
       fifo_.commit(size, FrameMeta{}, now);
     } else {
-      ctr_.rx_dropped_queue_full.add();
-    }
-    ++source_seq_;
-    ++made;
-    if (cfg_.source_rate) {
-      source_next_ns_ += std::max<uint64_t>(1, 1'000'000'000 / cfg_.source_rate);
+      ++dropped;
     }
   }
-  return made > 0;
+  source_seq_ = first + budget;
+  if (dropped) ctr_.rx_dropped_queue_full.add(dropped);
+  if (cfg_.source_rate) {
+    source_next_ns_ += budget * std::max<uint64_t>(1, 1'000'000'000 / cfg_.source_rate);
+  }
+  return true;
 }
 
 }  // namespace xpv::netback
