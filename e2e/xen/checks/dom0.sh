@@ -325,6 +325,21 @@ action_iperf() {
         done
         echo "$n"
     }
+    # What TCP's retransmits were (nsa, the sender): tail-loss probes (sent when no ACK came in
+    # time, whether or not anything was lost), and DSACKs received (the receiver had the
+    # segment already: a spurious retransmit); at nsb, segments that came out of order; in dom0,
+    # packets the CPUs' input backlogs dropped (/proc/net/softnet_stat, second column).
+    tcp_why() {
+        local v
+        v=$(ip netns exec nsa nstat -az TcpExtTCPLossProbes TcpExtTCPDSACKRecv 2>/dev/null |
+            awk '$1 == "TcpExtTCPLossProbes" { p = $2 } $1 == "TcpExtTCPDSACKRecv" { d = $2 } END { print p + 0, d + 0 }')
+        local o n=0 x d
+        o=$(ip netns exec nsb nstat -az TcpExtTCPOFOQueue 2>/dev/null | awk '$1 == "TcpExtTCPOFOQueue" { print $2 + 0 }')
+        while read -r x d x; do n=$((n + 16#$d)); done </proc/net/softnet_stat  # hex
+        echo "$v ${o:-0} $n"
+    }
+    local why0 why1
+    why0=$(tcp_why)
     e0=$(csum_errors)
     ip -n nsa neigh flush all 2>/dev/null
     local d0 d1 f0 f1
@@ -334,22 +349,29 @@ action_iperf() {
     c1=$(xl_cpu_seconds) w1=$EPOCHREALTIME t1=$(vif_irqs tx) r1=$(vif_irqs rx)
     d1=$(vif_drops tx_dropped) f1=$(vif_drops rx_dropped)
     e1=$(csum_errors)
+    why1=$(tcp_why)
     python3 -c '
 import json, sys
 try:
     d = json.loads(sys.argv[1])
     if "error" in d: raise ValueError(d["error"])
     r, s = d["end"]["sum_received"], d["end"]["sum_sent"]
+    try:  # loss probes, DSACKs received, out-of-order segments, backlog drops over the run
+        w0, w1 = [int(x) for x in sys.argv[11].split()], [int(x) for x in sys.argv[12].split()]
+        why = " loss_probes=%d dsacks=%d ofo=%d backlog_drops=%d" % tuple(b - a for a, b in zip(w0, w1))
+        assert len(w0) == len(w1) == 4
+    except Exception:
+        why = ""
     try:  # the figures of the run stand without the CPU shares
         c0, c1, wall = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()], float(sys.argv[5])
         cpu = ["%.0f" % (100.0 * (b - a) / max(wall, 0.001)) for a, b in zip(c0, c1)]
         assert len(cpu) == 2
     except Exception:
         cpu = ["?", "?"]
-    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s irqs_tx=%s irqs_rx=%s drops_to_guest=%s drops_from_guest=%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?", sys.argv[7], sys.argv[8], sys.argv[9], sys.argv[10]))
+    print("mbit=%.1f retransmits=%d bytes=%d csum_errors=%s cpu_dom0=%s cpu_domu=%s pcpus=%s irqs_tx=%s irqs_rx=%s drops_to_guest=%s drops_from_guest=%s%s" % (r["bits_per_second"] / 1e6, s.get("retransmits", -1), r["bytes"], sys.argv[2], cpu[0], cpu[1], sys.argv[6] or "?", sys.argv[7], sys.argv[8], sys.argv[9], sys.argv[10], why))
 except Exception as e:
     print("iperf3 failed: %s: %s" % (e, sys.argv[1][-300:].replace("\n", " ")))
-    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus" "$((t1 - t0))" "$((r1 - r0))" "$((d1 - d0))" "$((f1 - f0))"
+    sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus" "$((t1 - t0))" "$((r1 - r0))" "$((d1 - d0))" "$((f1 - f0))" "$why0" "$why1"
 }
 
 # action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
