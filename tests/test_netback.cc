@@ -764,6 +764,33 @@ TEST_F(NetbackTest, SourceModeGeneratesNumberedFrames) {
   EXPECT_EQ(ctr(fe.domid()).rx_packets, 5u);
 }
 
+// --source-rate paces the frames; with --source-count they are numbered
+// without a gap and stop at the count (no timing asserted: that is the
+// bench's business).
+TEST_F(NetbackTest, PacedSourceNumbersEveryFrameAndStopsAtTheCount) {
+  Config cfg;
+  cfg.mode = Mode::kSource;
+  cfg.source_size = 64;
+  cfg.source_rate = 2000;
+  cfg.source_count = 200;
+  start(cfg);
+  Frontend fe(*hv);
+  ASSERT_TRUE(fe.connect());
+  FeQueue& q = fe.q();
+  fe.post_rx(q, 256);
+  for (uint64_t seq = 0; seq < 200; ++seq) {
+    auto got = fe.receive(q);
+    ASSERT_TRUE(got) << seq;
+    uint64_t s = 0;
+    for (int i = 0; i < 8; ++i)
+      s = s << 8 | got->data[14 + i];
+    ASSERT_EQ(s, seq);
+  }
+  EXPECT_TRUE(fe.rx_quiet_for(q, 50ms)) << "--source-count 200";
+  EXPECT_EQ(ctr(fe.domid()).rx_packets, 200u);
+  EXPECT_EQ(ctr(fe.domid()).rx_dropped_queue_full, 0u);
+}
+
 TEST_F(NetbackTest, SourceModeKeepsGoingAsRequestsArePosted) {
   Config cfg;
   cfg.mode = Mode::kSource;

@@ -46,7 +46,10 @@ bool Queue::source_generate(uint64_t now) {
   if (limit != 0 && source_seq_ >= limit) return false;
   const uint32_t size = cfg_.source_size;
   uint64_t budget = kRxBatchPackets;
-  if (cfg_.source_rate == 0) {
+  // --source-rate's spacing of frames (0: as fast as the ring allows).
+  const uint64_t period =
+      cfg_.source_rate ? std::max<uint64_t>(1, 1'000'000'000 / cfg_.source_rate) : 0;
+  if (period == 0) {
     // As fast as the ring allows: as many frames as the posted requests can
     // take beyond what is already queued.
     const auto a = rx_requests();
@@ -65,7 +68,6 @@ bool Queue::source_generate(uint64_t now) {
     }
   } else {
     if (now < source_next_ns_) return false;
-    const uint64_t period = std::max<uint64_t>(1, 1'000'000'000 / cfg_.source_rate);
     // After a long pause, start again rather than burst.
     if (now - source_next_ns_ > 1'000'000'000) source_next_ns_ = now;
     budget = std::min<uint64_t>(budget, (now - source_next_ns_) / period + 1);
@@ -85,9 +87,7 @@ bool Queue::source_generate(uint64_t now) {
   }
   source_seq_ = first + budget;
   if (dropped) ctr_.rx_dropped_queue_full.add(dropped);
-  if (cfg_.source_rate) {
-    source_next_ns_ += budget * std::max<uint64_t>(1, 1'000'000'000 / cfg_.source_rate);
-  }
+  source_next_ns_ += budget * period;
   return true;
 }
 
