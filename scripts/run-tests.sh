@@ -29,7 +29,7 @@ done
 
 LOGDIR=$BUILD/test-logs
 mkdir -p "$LOGDIR"
-declare -a NAMES=() RESULTS=() DETAILS=()
+declare -a NAMES=() RESULTS=() DETAILS=() FAILURES=()
 TOTAL_P=0 TOTAL_F=0 TOTAL_S=0
 GTEST_RUNNER=()
 
@@ -69,6 +69,8 @@ run_gtest() {  # suite-name binary [env...]
   else
     record "$name" FAIL "$p passed, $f failed, $s skipped, exit $rc (log: $log)"
     ((f == 0)) && TOTAL_F=$((TOTAL_F + 1))
+    local t
+    while read -r t; do FAILURES+=("$name: $t"); done < <(sed -nE 's/^\[  FAILED  \] ([A-Za-z0-9_/.]+).*/\1/p' "$log" | sort -u)
   fi
 }
 
@@ -88,6 +90,8 @@ run_checks() {  # suite-name command...
   else
     record "$name" FAIL "$p passed, $f failed, exit $rc (log: $log)"
     ((f == 0)) && TOTAL_F=$((TOTAL_F + 1))
+    local line
+    while read -r line; do FAILURES+=("$name: $line"); done < <(grep -E '^CHECK .* FAIL' "$log")
   fi
 }
 
@@ -129,6 +133,13 @@ for r in "${RESULTS[@]}"; do [[ $r == PASS ]] || nfail=$((nfail + 1)); done
 echo
 echo "Suites:"
 for i in "${!NAMES[@]}"; do printf '  %-12s %s  %s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${DETAILS[$i]}"; done
+# What failed, again at the end: CI shows a run's last lines only, and a suite's log can be
+# thousands of lines long.
+if ((${#FAILURES[@]})); then
+  echo "Failed (${#FAILURES[@]}):"
+  for f in "${FAILURES[@]:0:8}"; do echo "  ${f:0:400}"; done
+  ((${#FAILURES[@]} > 8)) && echo "  ... and $((${#FAILURES[@]} - 8)) more in the suites' logs"
+fi
 verdict=PASS
 ((nfail > 0 || ${#NAMES[@]} == 0)) && verdict=FAIL
 echo "TEST SUMMARY: $verdict  ${#NAMES[@]} suites ($nfail failed)  $((TOTAL_P + TOTAL_F + TOTAL_S)) test cases: $TOTAL_P passed, $TOTAL_F failed, $TOTAL_S skipped"
