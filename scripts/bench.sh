@@ -508,6 +508,7 @@ for dir in tx rx; do
   for burst in 1 8 32; do cg_run "$dir" "$burst" 64; done
   cg_run "$dir" 32 1500
 done
+cg_run rx-empty 32 64  # idle polls: receive calls on an empty ring ("packets" = calls)
 
 # ---------------------------------------------------------------------------
 step "library data path: cycles per packet (Google Benchmark, pinned to core 1)"

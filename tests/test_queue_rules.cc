@@ -165,6 +165,41 @@ TEST_F(HostileBackend, RxPacketsKeepRingOrderWhateverTheBudget) {
   }
 }
 
+// A polling application mostly finds the ring empty; those idle polls take
+// the short way (one look at rsp_prod). What it skips must not matter: a
+// trickle of packets, each after a run of idle polls, comes in full for
+// more than two ring cycles (so the refills kept up), the response event
+// stays disarmed, and a backend that publishes an impossible rsp_prod while
+// we idle is caught by the next poll.
+TEST_F(HostileBackend, IdlePollsMissNothingAndStillCatchAnOverflow) {
+  open(true);
+  uint32_t got = 0, bytes = 0;
+  auto poll = [&] {
+    return q->api().receive(32, [&](const RxPacket& p) { return ++got, bytes += p.len, true; });
+  };
+  uint32_t cons = rx->rsp_cons();
+  for (uint32_t p = 0; p < 600; ++p) {
+    for (int idle = 0; idle < 20; ++idle)
+      ASSERT_EQ(poll(), 0) << "packet " << p;
+    const int16_t len = static_cast<int16_t>(60 + p % 200);
+    answer_rx(cons, len, 0);
+    publish_rx(++cons);
+    ASSERT_EQ(poll(), 1) << "packet " << p;
+    ASSERT_EQ(bytes, 0u + len) << "packet " << p;
+    bytes = 0;
+    // Poll mode: the backend is never asked to notify.
+    ASSERT_GE(rxh()->rsp_event - cons, 0x40000000u) << "packet " << p;
+  }
+  EXPECT_EQ(got, 600u);
+  EXPECT_FALSE(q->broken()) << q->broken_reason();
+  expect_accounted();
+  publish_rx(cons + 1000);  // more responses than we ever posted requests for
+  EXPECT_EQ(poll(), 0);
+  EXPECT_TRUE(q->broken());
+  EXPECT_NE(q->broken_reason().find("RING_RESPONSE_PROD_OVERFLOW"), std::string::npos)
+      << q->broken_reason();
+}
+
 // Data in a TX pool page the caller no longer holds (given back, or sent
 // zero-copy) may be another packet's by now, or this packet's own copy
 // destination: such a packet is refused and counted, never read.

@@ -192,6 +192,11 @@ class FrontRing {
     if (n > kSize || n > req_pushed_ - rsp_cons_) return {0, true};
     return {n, false};
   }
+  // Whether the backend's rsp_prod has moved from our rsp_cons: a cheap test
+  // for an idle poll. Relaxed: when it says no, no entry is read; when it says
+  // yes, the caller goes through available_responses(), whose acquire load
+  // orders the entries (and checks for an overflow).
+  bool responses_published() const { return load_relaxed(hdr_->rsp_prod) != rsp_cons_; }
   // Copies out the next response (call only while available_responses()
   // counted one), and advances the consumer index.
   Rsp take_response() { return copy_once(&entries_[rsp_cons_++ & Layout::kMask].rsp); }
