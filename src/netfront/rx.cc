@@ -9,6 +9,7 @@
 // else is staged and delivered in order.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "netfront/queue_conn.h"
 #include "netfront/ctrl_ring.h"
@@ -94,13 +95,16 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
     if (mode() == QueueMode::kPoll) {
       // Older packets first; then the handler, which delivers what it finds
       // straight to the caller while the caller has room.
-      if (deliver_staged() && n < max) {
+      // (Only called with something staged: it is not inlined, and most calls
+      // find nothing staged.)
+      if ((c.staged_tail == c.staged_head || deliver_staged()) && n < max) {
         Direct d{fn, ctx, max, n, 0, 0};
         handle_rx_responses(&d);
         n = d.n;
         bytes += d.bytes;
         kept_packets += d.kept;
-        if (n < max) deliver_staged();  // multi-slot packets it staged
+        if (n < max && c.staged_tail != c.staged_head)
+          deliver_staged();  // multi-slot packets it staged
       }
     } else {
       eventfd_drain(kick_.get());
@@ -173,48 +177,59 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     uint32_t freed[kRingSize];  // delivered slots, back to the pool once per batch
     uint32_t nfreed = 0;
     uint32_t k = 0;
-    for (; k < a.count; ++k) {
-      const uint32_t idx = cons + k;
-      const netif::RxResponse r = c.rx.response_at(idx);  // copied once
-      const uint16_t slot = posted[idx & kRingMask];
-      // Fast path, the common case: a whole packet in one slot (no more_data,
-      // no extra info, data) that passes the checks.
-      if (simple && !(r.flags & (netif::kRxMoreData | netif::kRxExtraInfo)) && rx_id_ok(r, idx) &&
-          rx_data_in_page(r)) [[likely]] {
-        const uint32_t len = static_cast<uint32_t>(r.status);
-        if (dn < dmax) {
-          // Poll mode: hand it to the caller at once (nothing older waits).
-          fr.data = pages + size_t{slot} * kPageSize + r.offset;
-          fr.len = len;
-          pkt.len = len;
-          pkt.flags = r.flags;
-          pkt.loans = loans && loans->can_lend(1) ? loans : nullptr;
-          const RxVerdict v = fn(ctx, pkt);
-          if (v != RxVerdict::kStop) {
-            if (v == RxVerdict::kKept && pkt.loans) {
-              loans->lend(slot);
-              ++dkept;
-            } else {
-              freed[nfreed++] = slot;
+    // The batch, compiled twice: with zero-copy receive (pages may be lent to
+    // the caller) and without, where the lending checks cost nothing. Stops
+    // at a violation (k then names its slot): false.
+    auto batch = [&](auto lending) {
+      for (; k < a.count; ++k) {
+        const uint32_t idx = cons + k;
+        const netif::RxResponse r = c.rx.response_at(idx);  // copied once
+        const uint16_t slot = posted[idx & kRingMask];
+        // Fast path, the common case: a whole packet in one slot (no more_data,
+        // no extra info, data) that passes the checks.
+        if (simple && !(r.flags & (netif::kRxMoreData | netif::kRxExtraInfo)) && rx_id_ok(r, idx) &&
+            rx_data_in_page(r)) [[likely]] {
+          const uint32_t len = static_cast<uint32_t>(r.status);
+          if (dn < dmax) {
+            // Poll mode: hand it to the caller at once (nothing older waits).
+            fr.data = pages + size_t{slot} * kPageSize + r.offset;
+            fr.len = len;
+            pkt.len = len;
+            pkt.flags = r.flags;
+            if constexpr (decltype(lending)::value)
+              pkt.loans = loans->can_lend(1) ? loans : nullptr;
+            const RxVerdict v = fn(ctx, pkt);
+            if (v != RxVerdict::kStop) {
+              bool lent = false;
+              if constexpr (decltype(lending)::value) {
+                if (v == RxVerdict::kKept && pkt.loans) {
+                  loans->lend(slot);
+                  ++dkept;
+                  lent = true;
+                }
+              }
+              if (!lent) freed[nfreed++] = slot;
+              ++dn;
+              dbytes += len;
+              continue;
             }
-            ++dn;
-            dbytes += len;
-            continue;
           }
+          dmax = dn;  // the caller is full, or this packet is staged: stage the rest
+          const uint32_t f = c.frag_head++;
+          c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
+          c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len, 0, 0, 0, 0};
+          continue;
         }
-        dmax = dn;  // the caller is full, or this packet is staged: stage the rest
-        const uint32_t f = c.frag_head++;
-        c.frags[f % kRxPoolSlots] = {slot, r.offset, static_cast<uint16_t>(len)};
-        c.staged[c.staged_head++ % kRxPoolSlots] = {f, 1, r.flags, len, 0, 0, 0, 0};
-        continue;
+        if (!rx_slow(idx, r, slot)) return false;
+        simple = !c.asm_active && !c.extra_pending;
+        if (c.staged_tail != c.staged_head) dmax = dn;
       }
-      if (!rx_slow(idx, r, slot)) {
-        pool.free_bulk_owned(freed, nfreed);
-        c.rx.consume_responses(k + 1);
-        return finish(true);
-      }
-      simple = !c.asm_active && !c.extra_pending;
-      if (c.staged_tail != c.staged_head) dmax = dn;
+      return true;
+    };
+    if (!(loans ? batch(std::true_type{}) : batch(std::false_type{}))) {
+      pool.free_bulk_owned(freed, nfreed);
+      c.rx.consume_responses(k + 1);
+      return finish(true);
     }
     // Each slot was posted at a ring index consumed just now, once.
     pool.free_bulk_owned(freed, nfreed);
