@@ -443,8 +443,8 @@ bool QueueImpl::arm(Queue::ArmFor what) {
     if (what == Queue::ArmFor::kRx) c.tx.set_response_event(kDisarmedDistance);
     refill_rx(true);
     ring::Available f = c.rx.final_check_for_responses();
-    sleep = !broken_.load(std::memory_order_relaxed) && c.staged_tail == c.staged_head &&
-            f.count == 0 && !f.overflow;
+    sleep =
+        !broken_.load(std::memory_order_relaxed) && !c.has_staged() && f.count == 0 && !f.overflow;
   }
   if (!sleep) eventfd_signal(kick_.get());
   leave();
@@ -500,7 +500,7 @@ bool QueueImpl::rx_monitor(Queue::RxMonitor* out) {
     // While received packets wait, no value of the producer may look idle:
     // the consumer index plus one more than the ring can hold is one the
     // producer cannot have (RING_RESPONSE_PROD_OVERFLOW otherwise).
-    const bool waiting = c.staged_tail != c.staged_head || c.rx.available_responses().count;
+    const bool waiting = c.has_staged() || c.rx.available_responses().count;
     out->idle_value = waiting ? c.rx.rsp_cons() + kRingSize + 1 : c.rx.rsp_cons();
   }
   leave();

@@ -70,6 +70,7 @@ struct QueueImpl::Conn {
   std::array<RxStaged, kRxPoolSlots> staged{};
   uint32_t staged_head = 0;
   uint32_t staged_tail = 0;
+  bool has_staged() const { return staged_tail != staged_head; }
   // The packet being assembled from several responses.
   bool asm_active = false;
   bool asm_bad = false;

@@ -48,8 +48,8 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
   // call refilled the ring and set rsp_event for this rsp_cons already, and
   // nothing but this queue's receive frees RX buffers, so there is nothing to
   // do: one load of rsp_prod instead of the whole path below.
-  if (mode() == QueueMode::kPoll && c.staged_tail == c.staged_head &&
-      !(c.rx_loans && c.rx_loans->out()) && !c.rx.responses_published()) [[likely]] {
+  if (mode() == QueueMode::kPoll && !c.has_staged() && !(c.rx_loans && c.rx_loans->out()) &&
+      !c.rx.responses_published()) [[likely]] {
     leave();
     return 0;
   }
@@ -59,7 +59,7 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
   auto deliver_staged = [&] {
     RxFragment frags[kMaxRxFrags];
     BufferPool& pool = *c.rx_pool;
-    while (n < max && c.staged_tail != c.staged_head) {
+    while (n < max && c.has_staged()) {
       const RxStaged& s = c.staged[c.staged_tail % kRxPoolSlots];
       for (uint16_t f = 0; f < s.nfrags; ++f) {
         const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlots];
@@ -97,14 +97,13 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
       // straight to the caller while the caller has room.
       // (Only called with something staged: it is not inlined, and most calls
       // find nothing staged.)
-      if ((c.staged_tail == c.staged_head || deliver_staged()) && n < max) {
+      if ((!c.has_staged() || deliver_staged()) && n < max) {
         Direct d{fn, ctx, max, n, 0, 0};
         handle_rx_responses(&d);
         n = d.n;
         bytes += d.bytes;
         kept_packets += d.kept;
-        if (n < max && c.staged_tail != c.staged_head)
-          deliver_staged();  // multi-slot packets it staged
+        if (n < max && c.has_staged()) deliver_staged();  // multi-slot packets it staged
       }
     } else {
       eventfd_drain(kick_.get());
@@ -168,7 +167,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     void* const ctx = direct ? direct->ctx : nullptr;
     bool simple = !c.asm_active && !c.extra_pending;
     // Packets go straight to the caller only while nothing older is staged.
-    if (c.staged_tail != c.staged_head) dmax = dn;
+    if (c.has_staged()) dmax = dn;
     // One descriptor for every single-slot packet handed over in this batch
     // (the callback gets it by const reference and may not keep it).
     RxFragment fr{nullptr, 0};
@@ -222,7 +221,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
         }
         if (!rx_slow(idx, r, slot)) return false;
         simple = !c.asm_active && !c.extra_pending;
-        if (c.staged_tail != c.staged_head) dmax = dn;
+        if (c.has_staged()) dmax = dn;
       }
       return true;
     };
