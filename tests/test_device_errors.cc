@@ -191,5 +191,43 @@ TEST_F(DeviceErrors, QueueIndexOutOfRangeIsNotThrown) {
   EXPECT_TRUE(echoes(d));
 }
 
+// The simulated hypervisor dies (xpv-netback killed) and the application
+// closes the device before one is back, as net_xenpv's port stop does.
+// close() used to leave the device idle without a xenstore connection, and
+// the next connect() read xenstore through a null handle: testpmd's segfault
+// in the integration check ctl-reset-loop. Now a connect() while the
+// platform is still gone fails with a timeout naming it, and one after it
+// came back connects; three rounds.
+TEST_F(DeviceErrors, ClosedWhileThePlatformIsGoneConnectsOnceItIsBack) {
+  DeviceConfig cfg = config();
+  cfg.connect_timeout_ms = 600;
+  auto dev = Device::open(cfg);
+  ASSERT_TRUE(dev) << dev.error().message;
+  Device& d = **dev;
+  ASSERT_TRUE(d.connect());
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    stop_hypervisor();
+    hv.reset();
+    for (int i = 0; i < 100 && d.link() == LinkState::kUp; ++i) {
+      pollfd pf{d.control_fd(), POLLIN, 0};
+      (void)::poll(&pf, 1, 50);
+      d.poll_control();
+    }
+    ASSERT_EQ(d.link(), LinkState::kDown);
+    d.close();
+    Status gone = d.connect();
+    ASSERT_TRUE(gone.failed());
+    EXPECT_EQ(gone.code(), ETIMEDOUT) << gone.message();
+    EXPECT_NE(gone.message().find("no platform"), std::string::npos) << gone.message();
+    d.close();
+    serve({});
+    Status back = d.connect();
+    ASSERT_FALSE(back.failed()) << back.message();
+    EXPECT_EQ(d.link(), LinkState::kUp);
+    EXPECT_TRUE(echoes(d));
+  }
+}
+
 }  // namespace
 }  // namespace xpv

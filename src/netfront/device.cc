@@ -932,7 +932,10 @@ class Device::Impl {
       });
     }
     link_changed(LinkState::kDown, "closed");
-    set_phase(Phase::kIdle);
+    // Every phase but kPlatformLost reads xenstore: a device closed while
+    // its platform connection is gone stays there, and the next connect()
+    // reopens the platform first.
+    set_phase(xs_ ? Phase::kIdle : Phase::kPlatformLost);
   }
 
   DeviceConfig cfg_;

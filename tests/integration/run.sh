@@ -3,7 +3,8 @@
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
 # Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
 # offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
-# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), static-grants
+# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), control
+# (control.sh alone, also part of pmd), static-grants
 # (static_grants.sh alone, also part of netfront), features (the NIC features table against the
 # driver).
 set -uo pipefail
@@ -74,6 +75,13 @@ if [[ $ONLY == pmd-rss ]]; then
   source tests/integration/testpmd_session.sh
   source tests/integration/pmd_rss.sh
   check_pmd_rss
+fi
+if [[ $ONLY == control ]]; then
+  source scripts/pmd-path.sh
+  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
+  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
+  source tests/integration/testpmd_session.sh
+  source tests/integration/control.sh
 fi
 if [[ $ONLY == pmd-offload ]]; then
   source scripts/pmd-path.sh

@@ -26,9 +26,19 @@ struct NetfrontFixture : ::testing::Test {
   std::string sock;
 
   void start(netback::Config cfg = {}) {
-    hv = std::move(*sim::Hypervisor::create());
     static int n = 0;
     sock = format("/tmp/xpv-test-nf-%d-%d.sock", static_cast<int>(::getpid()), n++);
+    serve(cfg);
+  }
+  // The simulated hypervisor and its netback die, as when xpv-netback is
+  // killed, and a new one serves the same socket.
+  void restart_hypervisor(netback::Config cfg = {}) {
+    stop_hypervisor();
+    hv.reset();
+    serve(cfg);
+  }
+  void serve(const netback::Config& cfg) {
+    hv = std::move(*sim::Hypervisor::create());
     auto s = sim::Server::start(*hv, sock);
     ASSERT_TRUE(s) << s.error().message;
     server = std::move(*s);
@@ -39,7 +49,8 @@ struct NetfrontFixture : ::testing::Test {
     dom0 = std::move(*sim::local_platform(*hv, true));
     xs0 = std::move(*dom0->open_xenstore());
   }
-  void TearDown() override {
+  void TearDown() override { stop_hypervisor(); }
+  void stop_hypervisor() {
     xs0.reset();
     dom0.reset();
     if (backend) backend->stop();
