@@ -369,15 +369,25 @@ void QueueImpl::rearm_tx() {
 // to do: a spurious event). While more requests are outstanding the backend
 // publishes again: rsp_event moves past what is waiting, so that its next push
 // notifies, and the waiting responses are left to whichever event comes.
-// false (consume them now) when nothing else is outstanding, or when the
-// backend published again before it could see the new rsp_event.
+// When the backend published again before it could see the new rsp_event,
+// that push may have notified too: rsp_event moves past it as well, and so on
+// while requests remain outstanding (a handful of passes; each needs a push
+// inside the fence's window). false (consume them now) when nothing else is
+// outstanding, or after the last pass.
 bool QueueImpl::leave_tx_for_next_push(uint32_t waiting) {
   Conn& c = *conn_;
-  if (c.tx_in_flight <= waiting) return false;
-  c.tx.set_response_event(waiting + 1);
-  ring::full_fence();  // xen_mb: rsp_event before re-reading rsp_prod
-  const ring::Available again = c.tx.available_responses();
-  return !again.overflow && again.count == waiting;
+  for (int pass = 0; pass < kLeaveTxPasses; ++pass) {
+    if (c.tx_in_flight <= waiting) return false;
+    c.tx.set_response_event(waiting + 1);
+    ring::full_fence();  // xen_mb: rsp_event before re-reading rsp_prod
+    if (tx_rearm_hook_) [[unlikely]]
+      tx_rearm_hook_(tx_rearm_hook_ctx_);
+    const ring::Available again = c.tx.available_responses();
+    if (again.overflow) return false;  // the handler names the violation
+    if (again.count == waiting) return true;
+    waiting = again.count;
+  }
+  return false;
 }
 
 // The event handler: consumes every response of both rings.

@@ -169,8 +169,9 @@ class QueueImpl {
   // For tests and the fuzz target: the live connection's shared ring pages.
   netif::TxFrontRing* tx_ring();
   netif::RxFrontRing* rx_ring();
-  // For tests: runs between the TX re-arm (rsp_event stored, fenced) and the
-  // re-read of the producer, where a backend's push races with the re-arm.
+  // For tests: runs between each TX re-arm (rsp_event stored, fenced: by the
+  // handler, or moved past waiting responses by leave_tx_for_next_push) and
+  // the re-read of the producer, where a backend's push races with it.
   void set_tx_rearm_hook(void (*fn)(void* ctx), void* ctx) {
     tx_rearm_hook_ = fn;
     tx_rearm_hook_ctx_ = ctx;

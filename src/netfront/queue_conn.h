@@ -12,6 +12,9 @@ inline constexpr uint32_t kRingMask = QueueImpl::kRingSize - 1;
 // An rsp_event this far ahead of the consumer is never crossed: the backend
 // never notifies (poll mode keeps moving it along with the consumer).
 inline constexpr uint32_t kDisarmedDistance = 0x80000000u;
+// How often leave_tx_for_next_push() moves rsp_event past a push that raced
+// with it before it consumes instead (each pass needs another such push).
+inline constexpr int kLeaveTxPasses = 8;
 
 struct QueueImpl::Retired {
   std::unique_ptr<BufferPool> pool;
