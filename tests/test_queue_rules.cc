@@ -504,6 +504,73 @@ TEST_F(HostileBackend, TxResponsesRacingTheLeaveAreLeftToTheirEventToo) {
   q->set_tx_rearm_hook(nullptr, nullptr);
 }
 
+// The handler re-arms TX with more requests in flight than when rsp_event
+// was set: moving it further ahead races with a push that passes the old
+// value. The backend stores rsp_prod, fences, loads rsp_event; we store
+// rsp_event, fence, load rsp_prod: the backend may read the old rsp_event
+// (and notify) while our re-read sees its push. Those responses were taken
+// as below the new rsp_event and consumed, and the event found nothing: a
+// spurious event in each of the 20 rounds. rsp_event now stays where it was
+// until the backend passed it.
+TEST_F(HostileBackend, RspEventDoesNotMoveAheadOfAPushThatReadTheOldOne) {
+  open(/*split=*/true, QueueMode::kEvent);
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ASSERT_EQ(::epoll_ctl(ep.get(), EPOLL_CTL_ADD, q->event_fd(), &ev), 0);
+  // The backend pushes `racing` responses at the next re-arm and notifies by
+  // the rsp_event it read before that re-arm's store (`seen`).
+  struct Backend {
+    HostileBackend* t;
+    uint32_t prod = 0;
+    uint32_t racing = 0;
+    uint32_t seen = 0;
+    void push(uint32_t n, uint32_t event) {
+      const uint32_t old = prod;
+      for (uint32_t i = 0; i < n; ++i)
+        t->answer_tx(prod + i, netif::kRspOkay);
+      prod += n;
+      t->publish_tx(prod);
+      if (prod - event < prod - old) (void)t->backend_evt->notify(t->tx_port);
+    }
+  } be{this, 0, 0, 0};
+  q->set_tx_rearm_hook(
+      [](void* ctx) {
+        auto* b = static_cast<Backend*>(ctx);
+        if (b->racing == 0) return;
+        b->push(std::exchange(b->racing, 0), b->seen);
+      },
+      &be);
+  uint64_t events = 0;
+  auto take_event = [&] {
+    ASSERT_EQ(wait_edge(ep.get(), 2000), 1) << "the sleeper did not wake on the event";
+    q->api().poll();
+    ASSERT_FALSE(q->broken()) << q->broken_reason();
+    ++events;
+  };
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    ASSERT_EQ(send(4), 4);
+    ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));  // rsp_event at most 2 ahead
+    ASSERT_EQ(send(200), 200);
+    be.seen = txh()->rsp_event;
+    be.racing = 2;  // passes be.seen while the next re-arm stores
+    ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));
+    EXPECT_EQ(be.racing, 0u) << "no re-arm";
+    take_event();  // the racing push's event: its 2 responses are still there
+    EXPECT_EQ(q->ring_state().tx_in_flight, 202u);
+    EXPECT_EQ(q->ring_state().tx_answered, 0u);
+    be.push(202, txh()->rsp_event);
+    take_event();
+    EXPECT_EQ(q->ring_state().tx_in_flight + q->ring_state().tx_answered, 0u);
+  }
+  const QueueCounters k = q->counters();
+  EXPECT_EQ(k.events, events);
+  EXPECT_EQ(k.spurious_events, 0u);
+  expect_accounted();
+  q->set_tx_rearm_hook(nullptr, nullptr);
+}
+
 // ---------------------------------------------------------------------------
 // Offloads on the wire (netif.h): TX checksum flags, TSO's GSO extra and
 // the NETIF_RSP_NULL that answers it, RX GSO extras.

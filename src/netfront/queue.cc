@@ -356,11 +356,18 @@ void QueueImpl::disarm() {
 // Event mode, TX: ask for an event once half of what is in flight has been
 // answered (at least the next response), then look again for responses that
 // raced with the re-arm. The backend answers every request eventually, so the
-// event always comes.
+// event always comes (a kept rsp_event lies within what is in flight too).
+// rsp_event never moves further ahead while the backend has not reached it
+// (every response is consumed when this runs, so one 1..ahead-1 beyond the
+// consumer is not reached): a push that passes it while we would store the
+// new value may read the old one and notify, and the re-read after the fence
+// would take its responses as below the new rsp_event and consume them,
+// leaving that event nothing (a spurious event).
 void QueueImpl::rearm_tx() {
   Conn& c = *conn_;
   const uint32_t ahead = std::max<uint32_t>(1, c.tx_in_flight / 2);
-  c.tx.set_response_event(ahead);
+  const uint32_t now = c.tx.response_event_ahead();
+  if (now == 0 || now > ahead) c.tx.set_response_event(ahead);
   ring::full_fence();
 }
 

@@ -231,6 +231,11 @@ class FrontRing {
   // Ask for no notification until `ahead` more responses are published
   // (netfront's rsp_event = cons + n batching, used by poll mode to disarm).
   void set_response_event(uint32_t ahead) { store_relaxed(hdr_->rsp_event, rsp_cons_ + ahead); }
+  // How far our rsp_event lies beyond the consumer (0 when at it; a huge
+  // value when behind it).
+  uint32_t response_event_ahead() const {
+    return load_relaxed(hdr_->rsp_event) - rsp_cons_;  // our own store
+  }
   // Whether the responses published so far reach our rsp_event: the
   // backend's push that passed it notified (RING_PUSH_RESPONSES_AND_CHECK_NOTIFY
   // notifies when rsp_event lies in (old rsp_prod, new rsp_prod]), so an
