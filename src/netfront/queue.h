@@ -171,7 +171,8 @@ class QueueImpl {
   netif::RxFrontRing* rx_ring();
   // For tests: runs between each TX re-arm (rsp_event stored, fenced: by the
   // handler, or moved past waiting responses by leave_tx_for_next_push) and
-  // the re-read of the producer, where a backend's push races with it.
+  // every later read of the producer in that handler run, where a backend's
+  // push races with it.
   void set_tx_rearm_hook(void (*fn)(void* ctx), void* ctx) {
     tx_rearm_hook_ = fn;
     tx_rearm_hook_ctx_ = ctx;
