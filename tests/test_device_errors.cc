@@ -199,8 +199,10 @@ TEST_F(DeviceErrors, QueueIndexOutOfRangeIsNotThrown) {
 // platform is still gone fails with a timeout naming it, and one after it
 // came back connects; three rounds.
 TEST_F(DeviceErrors, ClosedWhileThePlatformIsGoneConnectsOnceItIsBack) {
+  // Long enough for the platform's reopen, retried every 500 ms until
+  // xpv-netback created the vif again (it does when the domain comes).
   DeviceConfig cfg = config();
-  cfg.connect_timeout_ms = 600;
+  cfg.connect_timeout_ms = 2000;
   auto dev = Device::open(cfg);
   ASSERT_TRUE(dev) << dev.error().message;
   Device& d = **dev;

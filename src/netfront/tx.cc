@@ -109,8 +109,7 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
     // sure to come; consumed, they would leave that event nothing (a
     // spurious event). This holds for every response published after the
     // re-arm, not only those the first look after it found.
-    if (rearmed && !kBudget && c.tx.response_event_reached() &&
-        leave_tx_for_next_push(a.count)) {
+    if (rearmed && !kBudget && c.tx.response_event_reached() && leave_tx_for_next_push(a.count)) {
       *work = true;  // found, and left to the event that comes for it
       return packets;
     }
