@@ -734,6 +734,13 @@ print("%.1f %d %d %d" % (100.0 * ticks / hz / (cs / 100.0) if cs else -1,
 # kernel-vs-xenpv). The default runs until it took SEED_EVENTS events (200 to 270 a second in a
 # PV domU under QEMU TCG; one frame in flight makes an event per frame, but only about 40 a
 # second there): it must keep spurious events under 0.05% over 50,000 events at least.
+#
+# One sample decides only when it is clear. Against Linux netback the default's share is 0.026 to
+# 0.036% (13 to 18 of 50,000, runs of 2026-12-03), close enough to the 25 that 0.05% allows that
+# Poisson noise alone takes one sample in seven over it. A first sample over the target is
+# followed by a second of the same size, and the verdict is on the two together: at the measured
+# share that fails about one run in a hundred, while a share at or above the target still fails
+# (a defect like the seeds' one, 10x the target and more, fails on the first sample as well).
 
 pktgen_tx() {  # pktgen_tx JSON [extra args]: one TX-heavy run in event mode
     local json=$1
@@ -743,18 +750,39 @@ pktgen_tx() {  # pktgen_tx JSON [extra args]: one TX-heavy run in event mode
         >"$json.log" 2>&1 || fail "xpv-pktgen --role tx $*: $(tail -n 2 "$json.log" | tr '\n' ' ')"
 }
 check_seed_experiment() {
-    local def=$XPV_RUN_DIR/seed-default.json exp=$XPV_RUN_DIR/seed-reap-in-xmit.json
+    local def=$XPV_RUN_DIR/seed-default.json def2=$XPV_RUN_DIR/seed-default-2.json
+    local exp=$XPV_RUN_DIR/seed-reap-in-xmit.json
+    rm -f "$def2"
     pktgen_tx "$def" --events "$SEED_EVENTS" --seconds "$SEED_EVENTS_SECS"
+    if ! python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["spurious_events"] < 0.0005 * d["events"] else 1)' "$def"; then
+        xpv_log "seed: first sample over the target ($(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("%d spurious of %d events" % (d["spurious_events"], d["events"]))' "$def")): a second sample of $SEED_EVENTS events, judged together"
+        pktgen_tx "$def2" --events "$SEED_EVENTS" --seconds "$SEED_EVENTS_SECS"
+    fi
     pktgen_tx "$exp" --seconds "$SEED_SECS" --experiment-reap-tx-in-transmit
     local k=unavailable
     [[ -s $KERNEL_FIGURES ]] && k=$(cat "$KERNEL_FIGURES")
-    local table verdict
-    table=$(python3 - "$def" "$exp" "$k" "$SEED_EVENTS" <<'PY'
-import json, sys
-rows = []
-for name, path in (("net_xenpv library, event mode, handler-only reaping (default)", sys.argv[1]),
-                   ("the same, transmit path also reaps (experiment, pre-fix rule)", sys.argv[2])):
+    local table verdict samples=1
+    [[ -s $def2 ]] && samples=2
+    table=$(python3 - "$def" "$exp" "$k" "$((SEED_EVENTS * samples))" "$def2" <<'PY'
+import json, os, sys
+
+def load(path, more=None):
     d = json.load(open(path))
+    if more and os.path.exists(more) and os.path.getsize(more):
+        # Two samples of the default judged as one: counts add up, rates weigh by time.
+        e = json.load(open(more))
+        secs = d["seconds"] + e["seconds"]
+        d["pps"] = (d["pps"] * d["seconds"] + e["pps"] * e["seconds"]) / max(secs, 1e-9)
+        for key in ("events", "spurious_events", "delayed_eois", "tx_reaped_in_xmit", "received", "foreign"):
+            d[key] = d.get(key, 0) + e.get(key, 0)
+        d["seconds"] = secs
+        d["samples"] = 2
+    return d
+
+rows = []
+for name, d in (("net_xenpv library, event mode, handler-only reaping (default)", load(sys.argv[1], sys.argv[5])),
+                ("the same, transmit path also reaps (experiment, pre-fix rule)", load(sys.argv[2]))):
     rows.append((name, d["events"], d["spurious_events"], d["delayed_eois"], d["pps"], d["tx_reaped_in_xmit"]))
 k = sys.argv[3].split()
 if len(k) == 3 and k[1] == "irq":
@@ -773,7 +801,7 @@ for n, ev, sp, de, pps, rx in rows:
         print("| %s | %d | n/a | n/a | %s | %.0f | %s |" % (n, ev, de, pps, rx))
     else:
         print("| %s | %d | %d | %.3f%% | %s | %.0f | %s |" % (n, ev, sp, 100.0 * sp / max(1, ev), de, pps, rx))
-d, x = (json.load(open(p)) for p in sys.argv[1:3])
+d, x = load(sys.argv[1], sys.argv[5]), load(sys.argv[2])
 want = int(sys.argv[4])
 share = lambda r: 100.0 * r["spurious_events"] / max(1, r["events"])
 # Only the experiment consumes in the transmit path, and that makes its events spurious far more
@@ -782,9 +810,11 @@ ok = (d["tx_reaped_in_xmit"] == 0 and x["tx_reaped_in_xmit"] > 0 and share(x) > 
       and d["events"] >= want and share(d) < 0.05)
 # Frames dom0 sent the sender meanwhile (its RX events are counted with the TX ones).
 rx = lambda r: r.get("received", 0) + r.get("foreign", 0)
-print("VERDICT %s default: %d events (%d wanted) in %.0f s, %d spurious (%.4f%%, target < 0.05%%), %.0f pps, "
+print("VERDICT %s default: %d events (%d wanted%s) in %.0f s, %d spurious (%.4f%%, target < 0.05%%), %.0f pps, "
       "%d frames received meanwhile; reap-in-xmit: %d events, %.3f%% spurious, %d delayed EOIs, %.0f pps" % (
-          "ok" if ok else "bad", d["events"], want, d["seconds"], d["spurious_events"], share(d), d["pps"],
+          "ok" if ok else "bad", d["events"], want,
+          ", two samples: the first was over the target" if d.get("samples") == 2 else "",
+          d["seconds"], d["spurious_events"], share(d), d["pps"],
           rx(d), x["events"], share(x), x["delayed_eois"], x["pps"]))
 PY
 )
