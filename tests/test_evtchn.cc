@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <string>
 #include <thread>
@@ -19,8 +20,40 @@ namespace {
 // A clock the test advances by hand.
 class FakeClock final : public Clock {
  public:
-  uint64_t now_ns() const override { return t; }
+  uint64_t now_ns() const override {
+    ++reads;
+    return t;
+  }
   uint64_t t = 1'000'000'000;
+  mutable uint32_t reads = 0;  // times the channel asked
+};
+
+// Counts the looks for fired ports (each is a system call on Xen: a read of
+// /dev/xen/evtchn), whichever of pending() and take_pending() makes them.
+class CountingChannel final : public EventChannel {
+ public:
+  CountingChannel(std::unique_ptr<EventChannel> inner, uint32_t* looks)
+      : inner_(std::move(inner)), looks_(looks) {}
+  int fd() const override { return inner_->fd(); }
+  Result<evtchn_port_t> alloc_unbound(domid_t r) override { return inner_->alloc_unbound(r); }
+  Result<evtchn_port_t> bind_interdomain(domid_t r, evtchn_port_t p) override {
+    return inner_->bind_interdomain(r, p);
+  }
+  Status unbind(evtchn_port_t p) override { return inner_->unbind(p); }
+  Status notify(evtchn_port_t p) override { return inner_->notify(p); }
+  Result<std::optional<evtchn_port_t>> pending() override {
+    ++*looks_;
+    return inner_->pending();
+  }
+  Result<size_t> take_pending(std::span<evtchn_port_t> ports) override {
+    ++*looks_;
+    return inner_->take_pending(ports);
+  }
+  Status unmask(evtchn_port_t p) override { return inner_->unmask(p); }
+
+ private:
+  std::unique_ptr<EventChannel> inner_;
+  uint32_t* looks_;
 };
 
 // Records every call made on the wrapped channel (to check the order of
@@ -209,6 +242,100 @@ TEST_F(EvtchnFixture, LateEoiRunsHandlerBeforeUnmask) {
   EXPECT_EQ(*runs, 1u);
   EXPECT_EQ(chp->counters(fp)->events, 2u);
   EXPECT_EQ(chp->counters(fp)->spurious, 0u);
+}
+
+// A wake-up costs system calls, and in a PV guest each is a trip through
+// Xen: the fired ports are taken at one look (two ports that fired together
+// too), and neither the delayed-EOI timer nor the clock is read while no EOI
+// is delayed.
+TEST_F(EvtchnFixture, FiredPortsAreTakenAtOneLook) {
+  evtchn_port_t fp = 0;
+  auto front = bound_front(&fp);
+  const evtchn_port_t back1 = back_port;
+  auto fp2 = front->alloc_unbound(kDom0);
+  ASSERT_TRUE(fp2);
+  auto b2 = back->bind_interdomain(domu->self_domid(), *fp2);
+  ASSERT_TRUE(b2);
+  auto bind_event = back->pending();  // the bind's own event, as in bound_front()
+  ASSERT_TRUE(bind_event && *bind_event);
+  ASSERT_TRUE(back->unmask(**bind_event));
+  uint32_t looks = 0;
+  FakeClock clock;
+  auto ch =
+      LateEoiChannel::create(std::make_unique<CountingChannel>(std::move(front), &looks), clock);
+  ASSERT_TRUE(ch);
+  auto* c = ch->get();
+  int runs1 = 0, runs2 = 0;
+  ASSERT_TRUE(c->add_port(fp, [&] { return ++runs1 > 0; }));
+  ASSERT_TRUE(c->add_port(*fp2, [&] { return ++runs2 > 0; }));
+  for (int round = 0; round < 20; ++round) {
+    looks = 0;
+    ASSERT_TRUE(back->notify(back1));
+    ASSERT_TRUE(readable(c->fd(), 1000));
+    auto r = c->process();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(*r, 1u);
+    EXPECT_EQ(looks, 1u) << "one fired port, round " << round;
+    looks = 0;
+    ASSERT_TRUE(back->notify(back1));
+    ASSERT_TRUE(back->notify(*b2));
+    for (int i = 0; i < 1000 && !readable(c->channel().fd()); ++i)
+      ::usleep(100);
+    ::usleep(1000);  // the second notification too
+    r = c->process();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(*r, 2u);
+    EXPECT_EQ(looks, 1u) << "two fired ports, round " << round;
+    looks = 0;
+    r = c->process();  // nothing fired: one look that finds nothing
+    ASSERT_TRUE(r);
+    EXPECT_EQ(*r, 0u);
+    EXPECT_EQ(looks, 1u);
+  }
+  EXPECT_EQ(runs1, 40);
+  EXPECT_EQ(runs2, 20);
+  EXPECT_EQ(clock.reads, 0u) << "no EOI was delayed, yet the clock was read";
+}
+
+TEST_F(EvtchnFixture, TheClockIsReadOnlyForADelayedEoi) {
+  evtchn_port_t fp = 0;
+  auto front = bound_front(&fp);
+  FakeClock clock;
+  auto ch = LateEoiChannel::create(std::move(front), clock);  // threshold 1
+  ASSERT_TRUE(ch);
+  auto* c = ch->get();
+  bool work = true;
+  ASSERT_TRUE(c->add_port(fp, [&] { return work; }));
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(back->notify(back_port));
+    ASSERT_TRUE(readable(c->fd(), 1000));
+    ASSERT_EQ(*c->process(), 1u);
+  }
+  EXPECT_EQ(clock.reads, 0u) << "20 events with work, no EOI delayed";
+  // Two spurious events in a row: the second EOI is delayed (the clock says
+  // until when), and the next calls read it until the EOI is due.
+  work = false;
+  ASSERT_TRUE(back->notify(back_port));
+  ASSERT_EQ(*c->process(), 1u);
+  EXPECT_EQ(clock.reads, 0u) << "within the threshold: EOI at once";
+  ASSERT_TRUE(back->notify(back_port));
+  ASSERT_EQ(*c->process(), 1u);
+  ASSERT_TRUE(c->eoi_delayed(fp));
+  EXPECT_EQ(clock.reads, 1u);
+  ASSERT_EQ(*c->process(), 0u);
+  EXPECT_TRUE(c->eoi_delayed(fp)) << "not due yet";
+  EXPECT_EQ(clock.reads, 2u);
+  clock.t += 1'000'000;
+  ASSERT_EQ(*c->process(), 0u);
+  EXPECT_FALSE(c->eoi_delayed(fp)) << "due: EOIed";
+  EXPECT_EQ(clock.reads, 3u);
+  // The timer is disarmed again: no more reads.
+  work = true;
+  ASSERT_TRUE(back->notify(back_port));
+  ASSERT_TRUE(readable(c->fd(), 1000));
+  ASSERT_EQ(*c->process(), 1u);
+  ASSERT_EQ(*c->process(), 0u);
+  EXPECT_EQ(clock.reads, 3u);
 }
 
 TEST_F(EvtchnFixture, SpuriousEventsAreCountedAndDelayTheEoi) {

@@ -208,6 +208,21 @@ class EventChannel {
   virtual Status notify(evtchn_port_t port) = 0;
   /// Takes one fired port, or nullopt when none is pending. Drain until nullopt.
   virtual Result<std::optional<evtchn_port_t>> pending() = 0;
+  /// Takes up to `ports.size()` fired ports at one look (Linux's evtchn device
+  /// hands several to one read); returns how many it stored. Fewer than asked
+  /// means none was left pending when it looked: the caller need not look
+  /// again until the fd is readable. This default takes them one by one with
+  /// pending().
+  virtual Result<size_t> take_pending(std::span<evtchn_port_t> ports) {
+    size_t n = 0;
+    while (n < ports.size()) {
+      auto p = pending();
+      if (!p) return p.error();
+      if (!*p) break;
+      ports[n++] = **p;
+    }
+    return n;
+  }
   /// Lets a port that fired fire again (the EOI).
   virtual Status unmask(evtchn_port_t port) = 0;
 };

@@ -67,6 +67,7 @@ void LateEoiChannel::arm_timer() {
   for (auto& p : ports_) {
     if (p.eoi_due_ns && (!due || p.eoi_due_ns < due)) due = p.eoi_due_ns;
   }
+  timer_due_ns_ = due;
   itimerspec its{};
   if (due) {
     // timerfd and SteadyClock share CLOCK_MONOTONIC. A due time of zero
@@ -79,32 +80,41 @@ void LateEoiChannel::arm_timer() {
 }
 
 Result<uint32_t> LateEoiChannel::process() {
-  uint64_t expirations = 0;
-  (void)!::read(timerfd_.get(), &expirations, sizeof expirations);
-  uint64_t now = clock_.now_ns();
   bool timer_changed = false;
-  // Delayed EOIs that are due.
-  for (auto& p : ports_) {
-    if (p.eoi_due_ns && now >= p.eoi_due_ns) {
-      XPV_TRY(eoi(p));
-      timer_changed = true;
+  // Delayed EOIs that are due. Only while one waits: with none, the timer is
+  // disarmed, and neither it nor the clock is worth a system call (a PV
+  // guest's clock_gettime is one: its vDSO cannot read Xen's clock).
+  if (timer_due_ns_) {
+    uint64_t expirations = 0;
+    (void)!::read(timerfd_.get(), &expirations, sizeof expirations);
+    const uint64_t now = clock_.now_ns();
+    for (auto& p : ports_) {
+      if (p.eoi_due_ns && now >= p.eoi_due_ns) {
+        XPV_TRY(eoi(p));
+        timer_changed = true;
+      }
     }
   }
   // Take every fired port first. Each arrives masked, so none can fire
   // again before its EOI: a peer that notifies from inside our handler is
-  // served on the next call, never in an endless loop here.
+  // served on the next call, never in an endless loop here. One look takes
+  // them all; only a full batch (ports being torn down among them) needs
+  // another.
   fired_.clear();
   for (;;) {
-    auto r = ch_->pending();
-    if (!r) return r.error();
-    if (!*r) break;
-    PortState* p = find(**r);
-    if (!p) {
-      // Not one of ours (a port being torn down): acknowledge and move on.
-      (void)ch_->unmask(**r);
-      continue;
+    evtchn_port_t got[kMaxPorts];
+    auto n = ch_->take_pending(got);
+    if (!n) return n.error();
+    for (size_t i = 0; i < *n; ++i) {
+      PortState* p = find(got[i]);
+      if (!p) {
+        // Not one of ours (a port being torn down): acknowledge and move on.
+        (void)ch_->unmask(got[i]);
+        continue;
+      }
+      fired_.push_back(p);
     }
-    fired_.push_back(p);
+    if (*n < kMaxPorts) break;
   }
   uint32_t runs = 0;
   for (PortState* p : fired_) {
@@ -126,8 +136,7 @@ Result<uint32_t> LateEoiChannel::process() {
     const uint32_t shift = p->spurious_run - cfg_.threshold - 1;
     uint64_t delay = shift >= 40 ? cfg_.max_delay_ns : cfg_.base_delay_ns << shift;
     delay = std::min(delay, cfg_.max_delay_ns);
-    now = clock_.now_ns();
-    p->eoi_due_ns = now + delay;
+    p->eoi_due_ns = clock_.now_ns() + delay;
     ++p->counters.delayed_eois;
     timer_changed = true;
   }

@@ -104,6 +104,7 @@ class LateEoiChannel {
   BackoffConfig cfg_;
   UniqueFd epfd_;
   UniqueFd timerfd_;
+  uint64_t timer_due_ns_ = 0;  // when timerfd_ fires; 0: disarmed
   static constexpr size_t kMaxPorts = 16;
   std::vector<PortState> ports_;
   std::vector<PortState*> fired_;

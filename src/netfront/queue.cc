@@ -166,7 +166,7 @@ void QueueImpl::start() {
   notify(conn_->tx_port);
   if (conn_->split) notify(conn_->rx_port);
   active_.store(true, std::memory_order_relaxed);
-  eventfd_signal(kick_.get());  // a sleeper re-checks the new connection
+  kick();  // a sleeper re-checks the new connection
 }
 
 void QueueImpl::stop() {
@@ -414,7 +414,7 @@ bool QueueImpl::poll() {
     if (mode() == QueueMode::kPoll) {
       work = handle_responses();
     } else {
-      eventfd_drain(kick_.get());
+      take_kick();
       work = process_events() > 0;
     }
   }
@@ -446,7 +446,7 @@ bool QueueImpl::arm(Queue::ArmFor what) {
   mode_.store(QueueMode::kEvent, std::memory_order_relaxed);
   bool sleep = false;
   if (!broken_.load(std::memory_order_relaxed)) {
-    eventfd_drain(kick_.get());
+    take_kick();
     process_events();
     bool reap = true;
     const ring::Available waiting = c.tx.available_responses();
@@ -463,7 +463,7 @@ bool QueueImpl::arm(Queue::ArmFor what) {
     sleep =
         !broken_.load(std::memory_order_relaxed) && !c.has_staged() && f.count == 0 && !f.overflow;
   }
-  if (!sleep) eventfd_signal(kick_.get());
+  if (!sleep) kick();
   leave();
   return sleep;
 }
@@ -476,7 +476,7 @@ void QueueImpl::set_mode(QueueMode m) {
   if (!enter()) return;
   if (!broken_.load(std::memory_order_relaxed)) {
     if (m == QueueMode::kPoll) {
-      eventfd_drain(kick_.get());
+      take_kick();
       process_events();
       disarm();
     } else {

@@ -258,6 +258,15 @@ class QueueImpl {
   void free_retired();
   void rearm_tx();
   bool leave_tx_for_next_push(uint32_t waiting);
+  // epfd_ readable until the next take_kick(): a sleeper wakes or does not
+  // sleep.
+  void kick() {
+    eventfd_signal(kick_.get());
+    kicked_.store(true, std::memory_order_release);
+  }
+  void take_kick() {
+    if (kicked_.exchange(false, std::memory_order_acq_rel)) eventfd_drain(kick_.get());
+  }
   void sync_events();
   uint32_t process_events();
   void disarm();
@@ -301,7 +310,13 @@ class QueueImpl {
   std::string broken_reason_;
   int wake_fd_ = -1;  // the device's control wake-up
   UniqueFd epfd_;     // stable across reconnects: holds the live event fd
-  UniqueFd kick_;     // makes epfd_ readable on demand
+  UniqueFd kick_;     // makes epfd_ readable on demand (kick(), take_kick())
+  // kick_ was written since take_kick() last read it. Set after the write:
+  // a take_kick() that misses a kick in flight leaves it readable for the
+  // next one (a wake-up is what it asked for), and one that finds the flag
+  // clear skips a read that could only fail (a system call per sleep and per
+  // wake-up saved).
+  std::atomic<bool> kicked_{false};
   std::array<std::atomic<uint64_t>, kQueueCounterCount> counters_{};
 };
 

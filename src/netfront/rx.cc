@@ -106,7 +106,7 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
         if (n < max && c.has_staged()) deliver_staged();  // multi-slot packets it staged
       }
     } else {
-      eventfd_drain(kick_.get());
+      take_kick();
       process_events();
       if (!broken_.load(std::memory_order_relaxed)) deliver_staged();
     }
