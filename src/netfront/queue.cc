@@ -547,6 +547,7 @@ QueueImpl::Accounting QueueImpl::accounting() const {
   }
   a.tx_extras_unanswered += c.tx_nulls_expected;
   a.tx_extras_counted = c.tx_extras_in_flight;
+  a.tx_rx_pages_counted = c.tx_rx_pages_in_flight;
   a.tx_requests_unanswered = c.tx.req_prod_pvt() - c.tx.rsp_cons();
   a.rx_pool_size = c.rx_pool->size();
   a.rx_pool_free = c.rx_pool->available();

@@ -135,6 +135,7 @@ class QueueImpl {
   //   tx_slots_in_flight + tx_extras_unanswered == tx_requests_unanswered
   //     (req_prod_pvt - rsp_cons)
   //   tx_extras_counted == tx_extras_unanswered
+  //   tx_rx_pages_counted == tx_slots_by_rx_grant
   //   rx_pool_free + rx_buffers_posted + rx_buffers_held + rx_buffers_kept == rx_pool_size
   struct Accounting {
     uint32_t tx_pool_size = 0;
@@ -150,6 +151,7 @@ class QueueImpl {
     uint32_t rx_buffers_held = 0;       // answered, staged or being assembled
     uint32_t rx_buffers_kept = 0;       // delivered and kept (zero-copy), not yet back in the pool
     uint32_t tx_slots_by_rx_grant = 0;  // in-flight TX requests naming a kept RX page's grant
+    uint32_t tx_rx_pages_counted = 0;   // the same as the TX handler counts it (its fast loop)
   };
   Accounting accounting() const;  // all zero when not connected
 

@@ -53,6 +53,9 @@ struct QueueImpl::Conn {
   // and multicast requests): while 0, no response can be one, and the TX
   // handler takes the loop without the positional NULL test.
   uint32_t tx_extras_in_flight = 0;
+  // Requests in flight that name a kept RX page (TxSlot::rx_page): while 0,
+  // the TX handler's common loop skips the test for one.
+  uint32_t tx_rx_pages_in_flight = 0;
 
   // TX requests that name a kept RX page (TxSlot::rx_page), per request id:
   // whose page, to let go of when it is answered.

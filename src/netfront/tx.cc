@@ -140,22 +140,24 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
     const char* violation = nullptr;
     netif::TxResponse r{};
     // The answer to a request of ours (not to an extra-info slot): the rule
-    // of both loops below, written once. nullptr when r is one.
-    auto fault = [slots](const netif::TxResponse& rsp) -> const char* {
+    // of both loops below, written once. nullptr when r is one, and then *s
+    // is its slot (loaded once for both lambdas).
+    auto fault = [slots](const netif::TxResponse& rsp, TxSlot* s) -> const char* {
       if (!okay_in_range(rsp)) [[unlikely]] {
         // A NULL's id means nothing: it is judged by its place.
         if (rsp.status == netif::kRspNull)
           return "NETIF_RSP_NULL, which answers an extra-info slot: none was due";
         if (rsp.id >= kTxPoolSlots) return "out of range";
       }
-      if (!slots[rsp.id].in_flight) [[unlikely]]
+      *s = slots[rsp.id];
+      if (!s->in_flight) [[unlikely]]
         return "not in flight (answered twice?)";
       return nullptr;
     };
     // A valid answer: its packet's errors counted, its slot back to the
     // pool. false (nothing done) when its packet is beyond the budget.
-    auto answered = [&](const netif::TxResponse& rsp) -> bool {
-      const TxSlot s = slots[rsp.id];
+    // `rx_pages`: a slot may name a kept RX page (false only while none does).
+    auto answered = [&](const netif::TxResponse& rsp, TxSlot s, bool rx_pages) -> bool {
       // The id is in range (fault() said so): the same test as fault()'s
       // first says whether the status is OKAY, with no other compare.
       if (!okay_in_range(rsp) && s.head) [[unlikely]] {
@@ -167,18 +169,20 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
         if (packets == max_packets) return false;  // the next packet is beyond the budget
         ++packets;
       }
-      if (s.rx_page) [[unlikely]] {
+      if (rx_pages && s.rx_page) {
         // Its kept RX page: the backend has read it (this response).
         const Conn::TxRxPage& pg = c.tx_rx_pages[rsp.id];
         pg.loans->release(pg.slot);
+        --c.tx_rx_pages_in_flight;
       }
       slots[rsp.id] = TxSlot{};
       freed[nfreed++] = rsp.id;
       return true;
     };
-    if (c.tx_extras_in_flight == 0) [[likely]] {
+    TxSlot slot{};
+    if ((c.tx_extras_in_flight | c.tx_rx_pages_in_flight) == 0) [[likely]] {
       // No extra-info slot awaits its NETIF_RSP_NULL: every response here
-      // answers a request.
+      // answers a request; and no request names a kept RX page.
       // The entries walked in place: a run to the end of the page, then one
       // from its start if the batch wraps.
       while (k < a.count && !violation) {
@@ -186,8 +190,8 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
         const uint32_t k0 = k;
         for (const auto& e : run) {
           r = netif::TxFrontRing::copy_response(e);  // copied once
-          violation = fault(r);
-          if (violation || !answered(r)) break;
+          violation = fault(r, &slot);
+          if (violation || !answered(r, slot, false)) break;
           ++k;
         }
         if (k - k0 < run.size()) break;  // stopped inside the run
@@ -207,11 +211,9 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
           --c.tx_extras_in_flight;
           continue;
         }
-        violation = fault(r);
-        if (violation) break;
-        const uint8_t extras = slots[r.id].extras;
-        if (!answered(r)) break;
-        c.tx_nulls_expected = extras;
+        violation = fault(r, &slot);
+        if (violation || !answered(r, slot, true)) break;
+        c.tx_nulls_expected = slot.extras;
       }
     }
     // Each id was in flight, and is no longer: the slot table proved that
@@ -483,6 +485,7 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
                 s == 0 ? static_cast<uint32_t>(len) : chunk);
     c.tx_slots[slot] = TxSlot{
         true, s == 0, false, static_cast<uint8_t>(s == 0 ? nextras : 0), false, rx_page != nullptr};
+    c.tx_rx_pages_in_flight += rx_page != nullptr;
     c.tx.commit_request();
     if (s == 0 && gso) {
       ++c.tx_extras_in_flight;

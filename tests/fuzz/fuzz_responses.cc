@@ -116,6 +116,9 @@ void check_accounting(const QueueImpl& q, int step) {
         a, step);
   if (!q.broken() && a.tx_extras_counted != a.tx_extras_unanswered)
     leak("the TX handler's count of extra slots unanswered differs from the slot table's", a, step);
+  if (!q.broken() && a.tx_rx_pages_counted != a.tx_slots_by_rx_grant)
+    leak("the TX handler's count of requests naming kept RX pages differs from the slot table's", a,
+         step);
 }
 
 uint64_t g_checksum = 0;

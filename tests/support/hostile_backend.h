@@ -118,6 +118,7 @@ struct HostileBackend : ::testing::Test {
     EXPECT_EQ(a.rx_pool_free + a.rx_buffers_posted + a.rx_buffers_held + a.rx_buffers_kept,
               a.rx_pool_size);
     EXPECT_EQ(a.tx_extras_counted, a.tx_extras_unanswered);
+    EXPECT_EQ(a.tx_rx_pages_counted, a.tx_slots_by_rx_grant);
   }
 };
 
