@@ -338,6 +338,30 @@ TEST_F(EvtchnFixture, TheClockIsReadOnlyForADelayedEoi) {
   EXPECT_EQ(clock.reads, 3u);
 }
 
+// A port removed while its EOI is delayed takes its timer with it: later
+// calls read neither the timer nor the clock.
+TEST_F(EvtchnFixture, RemovingAPortWithADelayedEoiDisarmsItsTimer) {
+  evtchn_port_t fp = 0;
+  auto front = bound_front(&fp);
+  FakeClock clock;
+  auto ch = LateEoiChannel::create(std::move(front), clock);  // threshold 1
+  ASSERT_TRUE(ch);
+  auto* c = ch->get();
+  ASSERT_TRUE(c->add_port(fp, [] { return false; }));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(back->notify(back_port));
+    ASSERT_TRUE(readable(c->fd(), 1000));
+    ASSERT_EQ(*c->process(), 1u);
+  }
+  ASSERT_TRUE(c->eoi_delayed(fp));
+  c->remove_port(fp);
+  EXPECT_EQ(c->next_timeout_ms(), -1);
+  const uint32_t reads = clock.reads;
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(*c->process(), 0u);
+  EXPECT_EQ(clock.reads, reads) << "the removed port's timer is still armed";
+}
+
 TEST_F(EvtchnFixture, SpuriousEventsAreCountedAndDelayTheEoi) {
   evtchn_port_t fp = 0;
   auto front = bound_front(&fp);

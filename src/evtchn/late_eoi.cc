@@ -53,7 +53,13 @@ Status LateEoiChannel::add_port(evtchn_port_t port, Handler handler) {
 }
 
 void LateEoiChannel::remove_port(evtchn_port_t port) {
-  std::erase_if(ports_, [&](const PortState& p) { return p.port == port; });
+  bool delayed = false;
+  std::erase_if(ports_, [&](const PortState& p) {
+    if (p.port != port) return false;
+    delayed = p.eoi_due_ns != 0;
+    return true;
+  });
+  if (delayed) arm_timer();  // its delayed EOI went with it
 }
 
 Status LateEoiChannel::eoi(PortState& p) {
