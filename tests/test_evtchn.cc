@@ -28,12 +28,11 @@ class FakeClock final : public Clock {
   mutable uint32_t reads = 0;  // times the channel asked
 };
 
-// Counts the looks for fired ports (each is a system call on Xen: a read of
-// /dev/xen/evtchn), whichever of pending() and take_pending() makes them.
-class CountingChannel final : public EventChannel {
+// Passes every call on to the wrapped channel; the wrappers below override
+// what they watch.
+class ForwardingChannel : public EventChannel {
  public:
-  CountingChannel(std::unique_ptr<EventChannel> inner, uint32_t* looks)
-      : inner_(std::move(inner)), looks_(looks) {}
+  explicit ForwardingChannel(std::unique_ptr<EventChannel> inner) : inner_(std::move(inner)) {}
   int fd() const override { return inner_->fd(); }
   Result<evtchn_port_t> alloc_unbound(domid_t r) override { return inner_->alloc_unbound(r); }
   Result<evtchn_port_t> bind_interdomain(domid_t r, evtchn_port_t p) override {
@@ -41,6 +40,22 @@ class CountingChannel final : public EventChannel {
   }
   Status unbind(evtchn_port_t p) override { return inner_->unbind(p); }
   Status notify(evtchn_port_t p) override { return inner_->notify(p); }
+  Result<std::optional<evtchn_port_t>> pending() override { return inner_->pending(); }
+  Result<size_t> take_pending(std::span<evtchn_port_t> ports) override {
+    return inner_->take_pending(ports);
+  }
+  Status unmask(evtchn_port_t p) override { return inner_->unmask(p); }
+
+ protected:
+  std::unique_ptr<EventChannel> inner_;
+};
+
+// Counts the looks for fired ports (each is a system call on Xen: a read of
+// /dev/xen/evtchn), whichever of pending() and take_pending() makes them.
+class CountingChannel final : public ForwardingChannel {
+ public:
+  CountingChannel(std::unique_ptr<EventChannel> inner, uint32_t* looks)
+      : ForwardingChannel(std::move(inner)), looks_(looks) {}
   Result<std::optional<evtchn_port_t>> pending() override {
     ++*looks_;
     return inner_->pending();
@@ -49,30 +64,25 @@ class CountingChannel final : public EventChannel {
     ++*looks_;
     return inner_->take_pending(ports);
   }
-  Status unmask(evtchn_port_t p) override { return inner_->unmask(p); }
 
  private:
-  std::unique_ptr<EventChannel> inner_;
   uint32_t* looks_;
 };
 
 // Records every call made on the wrapped channel (to check the order of
-// pending, handler and unmask).
-class RecordingChannel final : public EventChannel {
+// pending, handler and unmask). Fired ports are taken one by one through
+// pending() (EventChannel's take_pending()), so that each is logged.
+class RecordingChannel final : public ForwardingChannel {
  public:
   RecordingChannel(std::unique_ptr<EventChannel> inner, std::vector<std::string>* log)
-      : inner_(std::move(inner)), log_(log) {}
-  int fd() const override { return inner_->fd(); }
-  Result<evtchn_port_t> alloc_unbound(domid_t r) override { return inner_->alloc_unbound(r); }
-  Result<evtchn_port_t> bind_interdomain(domid_t r, evtchn_port_t p) override {
-    return inner_->bind_interdomain(r, p);
-  }
-  Status unbind(evtchn_port_t p) override { return inner_->unbind(p); }
-  Status notify(evtchn_port_t p) override { return inner_->notify(p); }
+      : ForwardingChannel(std::move(inner)), log_(log) {}
   Result<std::optional<evtchn_port_t>> pending() override {
     auto r = inner_->pending();
     if (r && *r) log_->push_back("pending " + std::to_string(**r));
     return r;
+  }
+  Result<size_t> take_pending(std::span<evtchn_port_t> ports) override {
+    return EventChannel::take_pending(ports);
   }
   Status unmask(evtchn_port_t p) override {
     log_->push_back("unmask " + std::to_string(p));
@@ -80,7 +90,6 @@ class RecordingChannel final : public EventChannel {
   }
 
  private:
-  std::unique_ptr<EventChannel> inner_;
   std::vector<std::string>* log_;
 };
 

@@ -215,9 +215,9 @@ class XenEventChannel final : public EventChannel {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return std::optional<evtchn_port_t>();
     return lib_error("xenevtchn_pending", errno);
   }
-  // Linux's evtchn device (drivers/xen/evtchn.c, evtchn_read) copies as many
-  // fired ports as are queued, up to the size asked, to one read; that is
-  // all xenevtchn_pending() does for one port. One system call takes them
+  // Linux's /dev/xen/evtchn hands as many fired ports as are queued, up to
+  // the size asked, to one read; xenevtchn_pending() is that read for one
+  // port. One system call takes them
   // all, and a short read says the queue was empty when it looked.
   Result<size_t> take_pending(std::span<evtchn_port_t> ports) override {
     if (ports.empty()) return size_t{0};
