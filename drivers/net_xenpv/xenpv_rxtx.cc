@@ -16,6 +16,9 @@
 // that DPDK leaves the L4 length out of a TSO packet's pseudo-header and
 // netback (Linux GSO) counts it in: the TX burst adds it, in place, as
 // virtio's PMD does.
+#include <memory>
+#include <type_traits>
+
 #include <rte_errno.h>
 #include <rte_ip.h>
 #include <rte_net.h>
@@ -29,6 +32,25 @@ constexpr uint64_t kTxOffloadFlags =
     RTE_MBUF_F_TX_L4_MASK | RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_IP_CKSUM;
 constexpr uint16_t kSegsPerChunk = xpv::kMaxTxSlots * kChunk;
 static_assert(kSegsPerChunk >= kXenpvMaxTsoSegs);
+
+// N values of T left uninitialized: the burst constructs each before it reads
+// it. An array of xpv::TxSegment (default member initializers) would be
+// zeroed whole on every burst: kSegsPerChunk of them, 13.8 KB of memset for
+// at most 32 packets.
+template <class T, size_t N>
+class Scratch {
+ public:
+  Scratch() {}  // no member initialized, on purpose
+  ~Scratch() {}
+  T* data() { return v_; }
+
+ private:
+  union {
+    T v_[N];
+  };
+};
+static_assert(std::is_trivially_destructible_v<xpv::TxSegment> &&
+              std::is_trivially_destructible_v<xpv::TxPacket>);
 
 // Copies `len` bytes into an mbuf chain starting at `m` offset `off`,
 // extending the chain from `mp` as needed. Returns false when out of mbufs.
@@ -280,6 +302,11 @@ uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
   xpv::Queue* q = rxq->q.load(std::memory_order_acquire);
   if (!q) return 0;
   uint16_t got = 0;
+  // Copy mode: mbufs for the burst taken from the pool in bulk (one
+  // rte_mempool_get_bulk for up to kChunk packets instead of one get each),
+  // the unused ones put back at the end.
+  struct rte_mbuf* stash[kChunk];
+  uint16_t stash_at = 0, stash_n = 0;
   q->receive(n, [&](const xpv::RxPacket& p) -> xpv::RxVerdict {
     if (filtered(rxq, p)) return xpv::RxVerdict::kConsumed;  // not delivered
     struct rte_mbuf* m = nullptr;
@@ -292,7 +319,18 @@ uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
       }
       v = xpv::RxVerdict::kKept;
     } else {
-      m = rte_pktmbuf_alloc(rxq->mp);
+      if (stash_at == stash_n) {
+        const uint16_t want = std::min<uint16_t>(kChunk, static_cast<uint16_t>(n - got));
+        stash_at = 0;
+        stash_n =
+            rte_mempool_get_bulk(rxq->mp, reinterpret_cast<void**>(stash), want) == 0 ? want : 0;
+      }
+      if (stash_at < stash_n) {
+        m = stash[stash_at++];
+        rte_pktmbuf_reset(m);
+      } else {
+        m = rte_pktmbuf_alloc(rxq->mp);
+      }
       if (!m) {
         rxq->nombuf.add();
         return xpv::RxVerdict::kStop;
@@ -314,6 +352,9 @@ uint16_t xenpv_rx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
     pkts[got++] = m;
     return v;
   });
+  if (stash_at < stash_n)
+    rte_mempool_put_bulk(rxq->mp, reinterpret_cast<void* const*>(stash + stash_at),
+                         stash_n - stash_at);
   return got;
 }
 
@@ -323,9 +364,12 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
   if (!q) return 0;
   const uint32_t max_frame = txq->pmd->max_frame.load(std::memory_order_relaxed);
   uint16_t done = 0;
-  xpv::TxSegment segs[kSegsPerChunk];
-  xpv::TxPacket tp[kChunk];
-  TxEdit edits[kChunk];  // of the packets with offload requests only
+  Scratch<xpv::TxSegment, kSegsPerChunk> seg_store;
+  Scratch<xpv::TxPacket, kChunk> tp_store;
+  Scratch<TxEdit, kChunk> edit_store;  // of the packets with offload requests only
+  xpv::TxSegment* const segs = seg_store.data();
+  xpv::TxPacket* const tp = tp_store.data();
+  TxEdit* const edits = edit_store.data();
   uint16_t nedits = 0;
   while (done < n) {
     uint16_t k = 0;
@@ -346,9 +390,9 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
         continue;
       }
       if (nseg + m->nb_segs > kSegsPerChunk) break;  // k > 0: a chain fits an empty chunk
-      tp[k] = xpv::TxPacket{&segs[nseg], m->nb_segs};
+      std::construct_at(&tp[k], xpv::TxPacket{&segs[nseg], m->nb_segs});
       if (m->ol_flags & kTxOffloadFlags) [[unlikely]] {
-        edits[nedits] = tx_offloads(txq, m, &tp[k]);
+        std::construct_at(&edits[nedits], tx_offloads(txq, m, &tp[k]));
         edits[nedits++].index = k;
       }
       for (struct rte_mbuf* s = m; s; s = s->next) {
@@ -356,7 +400,8 @@ uint16_t xenpv_tx_burst(void* queue, struct rte_mbuf** pkts, uint16_t n) {
         xpv::RxLoans* kept = nullptr;
         if (RTE_MBUF_HAS_EXTBUF(s) && s->shinfo->free_cb == xenpv_kept_page_free) [[unlikely]]
           kept = static_cast<xpv::RxLoans*>(s->shinfo->fcb_opaque);
-        segs[nseg++] = {rte_pktmbuf_mtod(s, const void*), s->data_len, kept};
+        std::construct_at(&segs[nseg++],
+                          xpv::TxSegment{rte_pktmbuf_mtod(s, const void*), s->data_len, kept});
       }
       ++k;
     }

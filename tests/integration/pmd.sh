@@ -151,20 +151,29 @@ check_restart_lsc() {
 }
 
 # ---- every mbuf is back in its pool after stop: interactive testpmd, dump
-# the pool after forwarding stopped and the port stopped
+# the pool after forwarding stopped and the port stopped. Twice: io
+# forwarding in loopback (full bursts, both directions), and rxonly from a
+# paced source, whose bursts find one or two packets: the RX burst takes
+# mbufs from the pool in bulk and must put back what a burst did not use.
 check_mbuf_leak() {
-  local name=pmd-mbuf-leak
-  nb_start tplk --mode loopback || { fail $name "netback did not start"; return; }
+  mbuf_leak_case pmd-mbuf-leak lk io "start tx_first 8" --mode loopback
+  mbuf_leak_case pmd-mbuf-leak-partial-bursts lkp rxonly start \
+    --mode source --source-rate 20000 --source-size 64
+}
+mbuf_leak_case() {  # NAME TAG FWD-MODE START-COMMAND NETBACK-ARGS...
+  local name=$1 tag=$2 fwdmode=$3 startcmd=$4
+  shift 4
+  nb_start "tp$tag" "$@" || { fail $name "netback did not start"; return; }
   local nb=$NB_PID
-  local fifo=$RUN/tplk.fifo
+  local fifo=$RUN/tp$tag.fifo
   mkfifo "$fifo"
-  timeout -k 5 90 dpdk-testpmd "${EAL[@]}" --file-prefix "xpvit$$lk" --vdev "net_xenpv0,backend=sim:$RUN/tplk.sock" \
-    -- -i --total-num-mbufs=8192 --forward-mode=io <"$fifo" >"$RUN/tp-lk.log" 2>&1 &
+  timeout -k 5 90 dpdk-testpmd "${EAL[@]}" --file-prefix "xpvit$$$tag" --vdev "net_xenpv0,backend=sim:$RUN/tp$tag.sock" \
+    -- -i --total-num-mbufs=8192 --forward-mode="$fwdmode" <"$fifo" >"$RUN/tp-$tag.log" 2>&1 &
   local tp=$!
   PIDS+=("$tp")
   exec 7>"$fifo"
-  wait_log "$RUN/tp-lk.log" "testpmd>" $tp 300
-  echo "start tx_first 8" >&7
+  wait_log "$RUN/tp-$tag.log" "testpmd>" $tp 300
+  echo "$startcmd" >&7
   sleep 3
   echo "stop" >&7
   sleep 1
@@ -178,15 +187,15 @@ check_mbuf_leak() {
   local rc=$?
   nb_stop $nb
   local size avail fwd cached common
-  size=$(sed -nE 's/^\s*size=([0-9]+)/\1/p' "$RUN/tp-lk.log" | tail -1)
-  cached=$(sed -nE 's/^\s*total_cache_count=([0-9]+)/\1/p' "$RUN/tp-lk.log" | tail -1)
-  common=$(sed -nE 's/^\s*common_pool_count=([0-9]+)/\1/p' "$RUN/tp-lk.log" | tail -1)
+  size=$(sed -nE 's/^\s*size=([0-9]+)/\1/p' "$RUN/tp-$tag.log" | tail -1)
+  cached=$(sed -nE 's/^\s*total_cache_count=([0-9]+)/\1/p' "$RUN/tp-$tag.log" | tail -1)
+  common=$(sed -nE 's/^\s*common_pool_count=([0-9]+)/\1/p' "$RUN/tp-$tag.log" | tail -1)
   [[ -n $cached && -n $common ]] && avail=$((cached + common))
-  fwd=$(tp_total "$RUN/tp-lk.log" RX-packets)
+  fwd=$(tp_total "$RUN/tp-$tag.log" RX-packets)
   if ((rc == 0 && fwd > 1000)) && [[ -n $size && "$size" == "$avail" ]]; then
-    pass $name "forwarded $fwd packets; after port stop all $avail of $size mbufs are back in the pool"
+    pass $name "$fwdmode: received $fwd packets; after port stop all $avail of $size mbufs are back in the pool"
   else
-    fail $name "exit $rc forwarded $fwd; pool size '$size' available '$avail' (log $RUN/tp-lk.log)"
+    fail $name "exit $rc received $fwd; pool size '$size' available '$avail' (log $RUN/tp-$tag.log)"
   fi
 }
 
