@@ -131,6 +131,17 @@ bool readable(int fd, int timeout_ms = 0) {
   return ::poll(&p, 1, timeout_ms) == 1;
 }
 
+// dom0 signals `back_port`; `c` wakes and handles exactly one fired port.
+::testing::AssertionResult signal_and_handle(EventChannel& back, evtchn_port_t back_port,
+                                             LateEoiChannel& c) {
+  if (!back.notify(back_port)) return ::testing::AssertionFailure() << "notify failed";
+  if (!readable(c.fd(), 1000)) return ::testing::AssertionFailure() << "no wake-up in 1 s";
+  auto r = c.process();
+  if (!r) return ::testing::AssertionFailure() << "process: " << r.error().message;
+  if (*r != 1u) return ::testing::AssertionFailure() << "process handled " << *r << " ports, not 1";
+  return ::testing::AssertionSuccess();
+}
+
 TEST_F(EvtchnFixture, NotifyDeliversMaskedUntilUnmask) {
   evtchn_port_t fp = 0;
   auto front = bound_front(&fp);
@@ -316,9 +327,7 @@ TEST_F(EvtchnFixture, TheClockIsReadOnlyForADelayedEoi) {
   bool work = true;
   ASSERT_TRUE(c->add_port(fp, [&] { return work; }));
   for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(back->notify(back_port));
-    ASSERT_TRUE(readable(c->fd(), 1000));
-    ASSERT_EQ(*c->process(), 1u);
+    ASSERT_TRUE(signal_and_handle(*back, back_port, *c));
   }
   EXPECT_EQ(clock.reads, 0u) << "20 events with work, no EOI delayed";
   // Two spurious events in a row: the second EOI is delayed (the clock says
@@ -340,9 +349,7 @@ TEST_F(EvtchnFixture, TheClockIsReadOnlyForADelayedEoi) {
   EXPECT_EQ(clock.reads, 3u);
   // The timer is disarmed again: no more reads.
   work = true;
-  ASSERT_TRUE(back->notify(back_port));
-  ASSERT_TRUE(readable(c->fd(), 1000));
-  ASSERT_EQ(*c->process(), 1u);
+  ASSERT_TRUE(signal_and_handle(*back, back_port, *c));
   ASSERT_EQ(*c->process(), 0u);
   EXPECT_EQ(clock.reads, 3u);
 }
@@ -358,9 +365,7 @@ TEST_F(EvtchnFixture, RemovingAPortWithADelayedEoiDisarmsItsTimer) {
   auto* c = ch->get();
   ASSERT_TRUE(c->add_port(fp, [] { return false; }));
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(back->notify(back_port));
-    ASSERT_TRUE(readable(c->fd(), 1000));
-    ASSERT_EQ(*c->process(), 1u);
+    ASSERT_TRUE(signal_and_handle(*back, back_port, *c));
   }
   ASSERT_TRUE(c->eoi_delayed(fp));
   c->remove_port(fp);
