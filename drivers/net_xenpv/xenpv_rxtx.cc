@@ -39,6 +39,8 @@ static_assert(kSegsPerChunk >= kXenpvMaxTsoSegs);
 // at most 32 packets.
 template <class T, size_t N>
 class Scratch {
+  static_assert(std::is_trivially_destructible_v<T>, "the union is never destroyed member-wise");
+
  public:
   Scratch() {}  // no member initialized, on purpose
   ~Scratch() {}
@@ -49,8 +51,6 @@ class Scratch {
     T v_[N];
   };
 };
-static_assert(std::is_trivially_destructible_v<xpv::TxSegment> &&
-              std::is_trivially_destructible_v<xpv::TxPacket>);
 
 // Copies `len` bytes into an mbuf chain starting at `m` offset `off`,
 // extending the chain from `mp` as needed. Returns false when out of mbufs.
