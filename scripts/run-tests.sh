@@ -3,8 +3,9 @@
 #   TEST SUMMARY: PASS|FAIL  <n> suites (<failed> failed)  <cases> test cases: <p> passed, <f> failed, <s> skipped
 #
 # Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan), tools
-# (xpv-bind against a fake guest, in python3-minimal's module set), integration (real
-# processes: xpv-netback, the example, testpmd), fuzz (a bounded libFuzzer run), docs (the API
+# (xpv-bind against a fake guest, in python3-minimal's module set), bench-report (make bench's
+# statistics on made-up rounds), integration (real processes: xpv-netback, the example,
+# testpmd), fuzz (a bounded libFuzzer run), docs (the API
 # reference and the NIC guide page build without a warning), arm64 (library, tools, PMD and
 # unit tests cross-built for aarch64; the ring's barriers in the arm64 code), arm64-unit
 # (those unit tests under qemu-aarch64), packaging (make deb, lintian, the installed packages
@@ -105,6 +106,9 @@ if [[ -n "$ASAN" ]] && want unit-asan; then
 fi
 if want tools && [[ -x tests/tools/test_xpv_bind.py ]]; then
   run_checks tools tests/tools/test_xpv_bind.py --tool "$BUILD/tools/xpv-bind"
+fi
+if want bench-report && [[ -x tests/bench/test_report.py ]]; then
+  run_checks bench-report tests/bench/test_report.py
 fi
 if want integration && [[ -x tests/integration/run.sh ]]; then
   run_checks integration tests/integration/run.sh --build "$BUILD" ${ASAN:+--asan "$ASAN"}

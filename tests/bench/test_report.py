@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Checks of bench/report.py's statistics on made-up rounds (no bench run needed).
+
+Prints one 'CHECK bench-report:<test> PASS|FAIL ...' line per test (scripts/run-tests.sh counts them).
+    tests/bench/test_report.py
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import report  # noqa: E402
+
+
+def rounds(*rs):
+    """{"sgrants": {pair: {key: {"mpps": x}}}} from (memif, tx, rx, copy_tx, copy_rx) tuples."""
+    keys = ["memif_a2b", "xenpv_tx", "xenpv_rx", "xenpv-copy_tx", "xenpv-copy_rx"]
+    return {"sgrants": {i + 1: {k: {"mpps": v} for k, v in zip(keys, r) if v is not None}
+                        for i, r in enumerate(rs)}}
+
+
+class StaticGrantsRatio(unittest.TestCase):
+    def test_slowed_runs_in_either_direction_do_not_decide(self):
+        # This VM halves a run now and then (whole runs, memif too). Of five rounds, two have TX
+        # slowed and one RX: each direction's median is parity. Taking the slower direction
+        # inside each round first would give three slowed rounds of five, and 0.5.
+        S = report.sgrants_summary(rounds((50, 50, 50, 20, 10), (50, 25, 50, 20, 10),
+                                          (50, 50, 25, 20, 10), (50, 25, 50, 20, 10),
+                                          (48, 48, 48, 20, 10)))
+        self.assertAlmostEqual(S["ratio_static"], 1.0)
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 1.0)
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 1.0)
+
+    def test_the_slower_direction_is_judged(self):
+        S = report.sgrants_summary(rounds((50, 45, 40, 20, 10), (50, 45, 40, 20, 10),
+                                          (50, 45, 40, 20, 10)))
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 0.9)
+        self.assertAlmostEqual(S["ratio_static"], 0.8)
+        self.assertAlmostEqual(S["ratio_copy"], 0.2)
+
+    def test_each_run_is_set_against_the_memif_run_of_its_round(self):
+        # A slow memif round goes with the xenpv runs right after it: parity in every round.
+        S = report.sgrants_summary(rounds((50, 50, 50, 20, 10), (20, 20, 20, 8, 4),
+                                          (20, 20, 20, 8, 4)))
+        self.assertAlmostEqual(S["ratio_static"], 1.0)
+        self.assertAlmostEqual(S["median_mpps"]["memif_a2b"], 20)
+
+    def test_a_missing_run_leaves_its_round_out(self):
+        S = report.sgrants_summary(rounds((50, 40, 40, 20, 10), (None, 50, 50, 20, 10),
+                                          (50, 40, None, 20, 10)))
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 0.8)
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 0.8)
+        self.assertIsNone(report.sgrants_summary({"sgrants": {}}))
+
+
+class CheckResult(unittest.TextTestResult):
+    """One CHECK line per test, as scripts/run-tests.sh counts them."""
+
+    def _check(self, test, verdict, detail=""):
+        name = test.id().split(".")[-1].removeprefix("test_")
+        tail = (" " + detail.strip().splitlines()[-1]) if detail else ""
+        print("CHECK bench-report:%s %s%s" % (name.replace("_", "-"), verdict, tail), flush=True)
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._check(test, "PASS")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._check(test, "FAIL", self._exc_info_to_string(err, test))
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._check(test, "FAIL", self._exc_info_to_string(err, test))
+
+
+if __name__ == "__main__":
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    res = unittest.TextTestRunner(resultclass=CheckResult, verbosity=0).run(suite)
+    sys.exit(0 if res.wasSuccessful() else 1)
