@@ -10,7 +10,9 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "..", "bench"), os.path.join(HERE, "..", "support")]
+import check_lines  # noqa: E402
 import report  # noqa: E402
 
 
@@ -55,28 +57,6 @@ class StaticGrantsRatio(unittest.TestCase):
         self.assertIsNone(report.sgrants_summary({"sgrants": {}}))
 
 
-class CheckResult(unittest.TextTestResult):
-    """One CHECK line per test, as scripts/run-tests.sh counts them."""
-
-    def _check(self, test, verdict, detail=""):
-        name = test.id().split(".")[-1].removeprefix("test_")
-        tail = (" " + detail.strip().splitlines()[-1]) if detail else ""
-        print("CHECK bench-report:%s %s%s" % (name.replace("_", "-"), verdict, tail), flush=True)
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self._check(test, "PASS")
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._check(test, "FAIL", self._exc_info_to_string(err, test))
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._check(test, "FAIL", self._exc_info_to_string(err, test))
-
-
 if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    res = unittest.TextTestRunner(resultclass=CheckResult, verbosity=0).run(suite)
-    sys.exit(0 if res.wasSuccessful() else 1)
+    sys.exit(check_lines.run(unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]),
+                             "bench-report"))

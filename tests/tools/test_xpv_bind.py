@@ -22,6 +22,9 @@ import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+import check_lines  # noqa: E402
+
 TOOL = os.path.join(HERE, "..", "..", "tools", "xpv-bind")
 DEBIAN_PYTHON = "/usr/bin/python3.11"
 MINIMAL_PACKAGES = ["libpython3.11-minimal", "python3.11-minimal"]
@@ -477,30 +480,6 @@ class XpvBindTest(unittest.TestCase):
             self.assertEqual(rc, 2, args)
 
 
-class CheckResult(unittest.TextTestResult):
-    """One CHECK line per test, as scripts/run-tests.sh counts them."""
-
-    def _check(self, test, verdict, detail=""):
-        name = test.id().split(".")[-1]
-        if name.startswith("test_"):
-            name = name[5:]
-        print("CHECK xpv-bind:%s %s%s" % (name.replace("_", "-"), verdict,
-                                           (" " + detail.strip().splitlines()[-1]) if detail else ""),
-              flush=True)
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self._check(test, "PASS")
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._check(test, "FAIL", self._exc_info_to_string(err, test))
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._check(test, "FAIL", self._exc_info_to_string(err, test))
-
-
 def main():
     global TOOL
     argv = sys.argv[1:]
@@ -510,13 +489,10 @@ def main():
     suite = unittest.defaultTestLoader.loadTestsFromTestCase(XpvBindTest)
     if argv:
         suite = unittest.TestSuite(t for t in suite if t.id().split(".")[-1] in argv)
-    result = unittest.TextTestRunner(resultclass=CheckResult, verbosity=0,
-                                     stream=open(os.devnull, "w")).run(suite)
+    rc = check_lines.run(suite, "xpv-bind")
     if _minimal_dir:
         shutil.rmtree(_minimal_dir, ignore_errors=True)
-    for test, text in result.failures + result.errors:
-        print("--- %s\n%s" % (test.id(), text), file=sys.stderr)
-    return 0 if result.wasSuccessful() else 1
+    return rc
 
 
 if __name__ == "__main__":
