@@ -181,6 +181,10 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     // at a violation (k then names its slot): false.
     auto batch = [&](auto lending) {
       for (; k < a.count; ++k) {
+        // Poll mode, the caller's room spoken for (delivered, or staged
+        // multi-slot packets): the rest stays on the ring for its next call,
+        // rather than staged and read twice. Only at a packet boundary.
+        if (direct && simple && dn + (c.staged_head - c.staged_tail) >= direct->max) break;
         const uint32_t idx = cons + k;
         const netif::RxResponse r = c.rx.response_at(idx);  // copied once
         const uint16_t slot = posted[idx & kRingMask];
@@ -233,6 +237,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     // Each slot was posted at a ring index consumed just now, once.
     pool.free_bulk_owned(freed, nfreed);
     c.rx.consume_responses(k);
+    if (k < a.count) return finish(true);  // the caller is full
   }
 }
 
