@@ -858,23 +858,20 @@ def seed_md(R):
         return L + ["not run in this bench.", ""]
     L += ["| reaping | pairs | packets/s (median) | events (median) | spurious share (median) | delayed EOIs (median) | TX reaped in xmit (median) |",
           "|---|---:|---:|---:|---:|---:|---:|"]
-    def med(xs):
-        xs = sorted(xs)
-        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2 if xs else None
     for name in ("handler-only", "reap-in-xmit"):
         ps = runs.get(name, {})
         if not ps:
             continue
         v = list(ps.values())
-        L.append(f"| {name} | {len(v)} | {fmt(med([x['pps'] for x in v]), ',.0f')} | "
-                 f"{fmt(med([x['events'] for x in v]), ',.0f')} | "
-                 f"{fmt(med([100.0 * x['spurious_events'] / max(1, x['events']) for x in v]), '.3f')}% | "
-                 f"{fmt(med([x['delayed_eois'] for x in v]), ',.0f')} | {fmt(med([x['tx_reaped_in_xmit'] for x in v]), ',.0f')} |")
+        L.append(f"| {name} | {len(v)} | {fmt(median([x['pps'] for x in v]), ',.0f')} | "
+                 f"{fmt(median([x['events'] for x in v]), ',.0f')} | "
+                 f"{fmt(median([100.0 * x['spurious_events'] / max(1, x['events']) for x in v]), '.3f')}% | "
+                 f"{fmt(median([x['delayed_eois'] for x in v]), ',.0f')} | {fmt(median([x['tx_reaped_in_xmit'] for x in v]), ',.0f')} |")
     a, b = runs.get("handler-only", {}), runs.get("reap-in-xmit", {})
     ratios = [a[p]["pps"] / b[p]["pps"] for p in a if p in b and b[p].get("pps")]
     if ratios:
         L += ["", f"Throughput, handler-only / reap-in-transmit: median of {len(ratios)} pair ratio(s) "
-              f"{fmt(med(ratios), '.1f')}x (pairs: {', '.join(fmt(r, '.1f') for r in ratios)})."]
+              f"{fmt(median(ratios), '.1f')}x (pairs: {', '.join(fmt(r, '.1f') for r in ratios)})."]
     L += [""]
     seed = (R.get("e2e") or {}).get("seed") or []
     if seed:
@@ -953,9 +950,6 @@ def tcp_md(R):
          "ring takes frames; goodput is the stream bytes received intact over the sender's seconds; loss is what "
          "the bridge dropped (a full inbox or RX queue: the sender is not paced). Medians over alternating rounds.", ""]
     runs = R.get("tcp") or {}
-    def med(xs):
-        xs = sorted(x for x in xs if x is not None)
-        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2 if xs else None
     cases = [("seg1500", "1514-byte segments, full checksums"),
              ("seg1500-csum", "1514-byte segments, partial checksums (csum_blank)"),
              ("tso64k", "64 KiB TSO packets, cut by netback for a sink without GSO"),
@@ -967,11 +961,11 @@ def tcp_md(R):
             v = list((runs.get(name) or {}).values())
             if not v:
                 continue
-            L.append(f"| {what} | {len(v)} | {fmt(med([x['gbit'] for x in v]), '.2f')} | "
-                     f"{fmt(med([x['sink_pps'] for x in v]), ',.0f')} | {fmt(med([x['tx_pps'] for x in v]), ',.0f')} | "
-                     f"{fmt(med([x['loss_pct'] for x in v]), '.2f')}% | {sum(x['bad'] for x in v)} |")
-        base = med([x["gbit"] for x in (runs.get("seg1500") or {}).values()])
-        best = med([x["gbit"] for x in (runs.get("tso64k-lro") or {}).values()])
+            L.append(f"| {what} | {len(v)} | {fmt(median([x['gbit'] for x in v]), '.2f')} | "
+                     f"{fmt(median([x['sink_pps'] for x in v]), ',.0f')} | {fmt(median([x['tx_pps'] for x in v]), ',.0f')} | "
+                     f"{fmt(median([x['loss_pct'] for x in v]), '.2f')}% | {sum(x['bad'] for x in v)} |")
+        base = median([x["gbit"] for x in (runs.get("seg1500") or {}).values()])
+        best = median([x["gbit"] for x in (runs.get("tso64k-lro") or {}).values()])
         if base and best:
             L += ["", f"TSO out and LRO in against 1514-byte segments: {best / base:.1f}x the goodput."]
         L += [""]
