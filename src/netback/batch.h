@@ -27,6 +27,15 @@ class Batch {
       std::abort();
     data_[size_++] = v;
   }
+  // A value-initialised entry, appended and returned to be filled in place
+  // (no temporary to copy: a struct built field by field on the stack and
+  // copied in wide loads stalls on store forwarding).
+  T& emplace_back() {
+    if (size_ >= cap_) [[unlikely]]
+      std::abort();
+    data_[size_] = T{};
+    return data_[size_++];
+  }
   uint32_t size() const { return size_; }
   uint32_t capacity() const { return cap_; }
   bool empty() const { return size_ == 0; }

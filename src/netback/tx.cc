@@ -205,7 +205,7 @@ int Queue::tx_build_one(uint32_t work_to_do) {
   }
 
   // Grant copies: the first slot's own data, then each later slot's.
-  TxPacket p{};
+  TxPacket& p = tx_pkts_.emplace_back();  // filled in place
   p.first_id = first.id;
   p.meta.flags = first.flags;
   if (has_gso) {
@@ -242,7 +242,6 @@ int Queue::tx_build_one(uint32_t work_to_do) {
     add_copy(frags[i], frags[i].size);
   p.op_end = static_cast<uint32_t>(tx_ops_.size());
   staging_used_ = at;
-  tx_pkts_.push_back(p);
   return 0;
 }
 
