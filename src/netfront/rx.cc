@@ -183,8 +183,11 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
       for (; k < a.count; ++k) {
         // Poll mode, the caller's room spoken for (delivered, or staged
         // multi-slot packets): the rest stays on the ring for its next call,
-        // rather than staged and read twice. Only at a packet boundary.
-        if (direct && simple && dn + (c.staged_head - c.staged_tail) >= direct->max) break;
+        // rather than staged and read twice. Only at a packet boundary, and
+        // before the response is read (each is read once). dn < dmax, the
+        // common case, means room: one compare of two locals a packet.
+        if (dn >= dmax && direct && simple && dn + (c.staged_head - c.staged_tail) >= direct->max)
+          break;
         const uint32_t idx = cons + k;
         const netif::RxResponse r = c.rx.response_at(idx);  // copied once
         const uint16_t slot = posted[idx & kRingMask];
