@@ -168,6 +168,19 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     bool simple = !c.asm_active && !c.extra_pending;
     // Packets go straight to the caller only while nothing older is staged.
     if (c.has_staged()) dmax = dn;
+    // Poll mode: no more responses than the caller has room for packets
+    // (each takes one at least). The rest stay on the ring for its next call,
+    // rather than staged and read twice; what the caller's room takes after
+    // a batch of multi-slot packets, the next round of this loop does. A
+    // packet may be left half-read: its assembly carries over, as when the
+    // backend has published only part of it. (Nothing staged and room for
+    // the whole batch, the common case, costs one compare.)
+    uint32_t limit = a.count;
+    if (a.count > static_cast<uint32_t>(dmax - dn) && direct) [[unlikely]] {
+      const uint32_t taken = dn + (c.staged_head - c.staged_tail);
+      if (taken >= direct->max) return finish(true);
+      limit = std::min(limit, direct->max - taken);
+    }
     // One descriptor for every single-slot packet handed over in this batch
     // (the callback gets it by const reference and may not keep it).
     RxFragment fr{nullptr, 0};
@@ -180,14 +193,7 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     // the caller) and without, where the lending checks cost nothing. Stops
     // at a violation (k then names its slot): false.
     auto batch = [&](auto lending) {
-      for (; k < a.count; ++k) {
-        // Poll mode, the caller's room spoken for (delivered, or staged
-        // multi-slot packets): the rest stays on the ring for its next call,
-        // rather than staged and read twice. Only at a packet boundary, and
-        // before the response is read (each is read once). dn < dmax, the
-        // common case, means room: one compare of two locals a packet.
-        if (dn >= dmax && direct && simple && dn + (c.staged_head - c.staged_tail) >= direct->max)
-          break;
+      for (; k < limit; ++k) {
         const uint32_t idx = cons + k;
         const netif::RxResponse r = c.rx.response_at(idx);  // copied once
         const uint16_t slot = posted[idx & kRingMask];
@@ -240,7 +246,6 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
     // Each slot was posted at a ring index consumed just now, once.
     pool.free_bulk_owned(freed, nfreed);
     c.rx.consume_responses(k);
-    if (k < a.count) return finish(true);  // the caller is full
   }
 }
 
