@@ -22,20 +22,11 @@ class Batch {
     cap_ = capacity;
     size_ = 0;
   }
-  void push_back(const T& v) {
-    if (size_ >= cap_) [[unlikely]]
-      std::abort();
-    data_[size_++] = v;
-  }
+  void push_back(const T& v) { append() = v; }
   // A value-initialised entry, appended and returned to be filled in place
   // (no temporary to copy: a struct built field by field on the stack and
   // copied in wide loads stalls on store forwarding).
-  T& emplace_back() {
-    if (size_ >= cap_) [[unlikely]]
-      std::abort();
-    data_[size_] = T{};
-    return data_[size_++];
-  }
+  T& emplace_back() { return append() = T{}; }
   uint32_t size() const { return size_; }
   uint32_t capacity() const { return cap_; }
   bool empty() const { return size_ == 0; }
@@ -51,6 +42,12 @@ class Batch {
   const T* end() const { return data_.get() + size_; }
 
  private:
+  // The next entry, as it was; past the capacity, a bug of the caller's.
+  T& append() {
+    if (size_ >= cap_) [[unlikely]]
+      std::abort();
+    return data_[size_++];
+  }
   std::unique_ptr<T[]> data_;
   uint32_t size_ = 0;
   uint32_t cap_ = 0;
