@@ -376,6 +376,71 @@ TEST_F(EvtchnFixture, RemovingAPortWithADelayedEoiDisarmsItsTimer) {
   EXPECT_EQ(clock.reads, reads) << "the removed port's timer is still armed";
 }
 
+// run_by(): a handler that left work to an event that may not come is run
+// at the deadline, and that run is neither an event nor a spurious one.
+TEST_F(EvtchnFixture, RunByRunsTheHandlerAtTheDeadlineWhenNoEventComes) {
+  evtchn_port_t fp = 0;
+  auto front = bound_front(&fp);
+  FakeClock clock;
+  auto ch = LateEoiChannel::create(std::move(front), clock);
+  ASSERT_TRUE(ch);
+  auto* c = ch->get();
+  int runs = 0;
+  ASSERT_TRUE(c->add_port(fp, [&] {
+    ++runs;
+    return false;
+  }));
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    c->run_by(fp, 2'000'000);
+    EXPECT_EQ(c->next_timeout_ms(), 2);
+    clock.t += 1'000'000;
+    ASSERT_EQ(*c->process(), 0u);
+    EXPECT_EQ(runs, round) << "run before its deadline";
+    clock.t += 1'000'000;
+    ASSERT_EQ(*c->process(), 0u) << "a deadline run is not an event";
+    EXPECT_EQ(runs, round + 1) << "not run at its deadline";
+    EXPECT_EQ(c->next_timeout_ms(), -1);
+    ASSERT_EQ(*c->process(), 0u);
+    EXPECT_EQ(runs, round + 1) << "run twice";
+  }
+  const EventCounters* k = c->counters(fp);
+  EXPECT_EQ(k->deadline_runs, 3u);
+  EXPECT_EQ(k->events, 0u);
+  EXPECT_EQ(k->spurious, 0u);
+  EXPECT_FALSE(c->eoi_delayed(fp));
+}
+
+// The event came first: the handler runs for it, once, and not again at the
+// deadline.
+TEST_F(EvtchnFixture, AnEventBeforeTheDeadlineCancelsTheDeadlineRun) {
+  evtchn_port_t fp = 0;
+  auto front = bound_front(&fp);
+  FakeClock clock;
+  auto ch = LateEoiChannel::create(std::move(front), clock);
+  ASSERT_TRUE(ch);
+  auto* c = ch->get();
+  int runs = 0;
+  ASSERT_TRUE(c->add_port(fp, [&] {
+    ++runs;
+    return true;
+  }));
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    c->run_by(fp, 2'000'000);
+    ASSERT_TRUE(signal_and_handle(*back, back_port, *c));
+    EXPECT_EQ(runs, round + 1);
+    EXPECT_EQ(c->next_timeout_ms(), -1) << "the deadline outlived its event";
+    clock.t += 3'000'000;
+    ASSERT_EQ(*c->process(), 0u);
+    EXPECT_EQ(runs, round + 1) << "run again at the deadline";
+  }
+  const EventCounters* k = c->counters(fp);
+  EXPECT_EQ(k->deadline_runs, 0u);
+  EXPECT_EQ(k->events, 3u);
+  EXPECT_EQ(k->spurious, 0u);
+}
+
 TEST_F(EvtchnFixture, SpuriousEventsAreCountedAndDelayTheEoi) {
   evtchn_port_t fp = 0;
   auto front = bound_front(&fp);

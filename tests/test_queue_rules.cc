@@ -493,13 +493,48 @@ TEST_F(HostileBackend, TxResponsesRacingTheReArmAreLeftToTheirEvent) {
   expect_racing_pushes_left(*this, {3}, 3);
 }
 
-// The backend publishes again while leave_tx_for_next_push() moves rsp_event
-// past the responses that raced with the re-arm: that push may have notified
-// as well. rsp_event moves past it too (requests remain outstanding), and the
-// event that comes finds all of them.
-TEST_F(HostileBackend, TxResponsesRacingTheLeaveAreLeftToTheirEventToo) {
-  // 3 at the re-arm, none at the next look, 2 inside the leave's fence.
-  expect_racing_pushes_left(*this, {3, 0, 2}, 5);
+// The push that raced with the re-arm answers everything outstanding: no
+// later push can be made to notify. It read our rsp_event and notified: the
+// handler waits for that event (notifications off, a deadline run as a
+// back-stop), which finds the responses (consumed at once, they left it
+// nothing: 20 spurious events of 20).
+TEST_F(HostileBackend, TxResponsesRacingTheReArmWaitForTheirEventWhenNothingElseIsOutstanding) {
+  expect_racing_pushes_left(*this, {6}, 6);
+  const QueueCounters k = q->counters();
+  EXPECT_EQ(k.tx_notify_waits, 20u);
+  EXPECT_EQ(k.tx_notify_waits_expired, 0u) << "the event came before the deadline";
+}
+
+// The same push read the rsp_event from before the re-arm, which it had
+// passed already: it did not notify. The handler cannot tell; it waits, and
+// the deadline run reaps the responses and wakes the sleeper (an event fd
+// edge), no event being counted for it.
+TEST_F(HostileBackend, TxResponsesRacingTheReArmAreReapedAtTheDeadlineWhenNoEventComes) {
+  open(/*split=*/true, QueueMode::kEvent);
+  EventWaiter w(*q);
+  RacingBackend be{this, 0, {}, std::nullopt};
+  q->set_tx_rearm_hook(&RacingBackend::hook, &be);
+  ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    ASSERT_EQ(send(8), 8);
+    be.push(2);                         // passes rsp_event: an event
+    be.stale_event = txh()->rsp_event;  // the value that push passed
+    be.racing = {6};
+    w.take(*q);
+    EXPECT_TRUE(be.racing.empty()) << "no re-arm";
+    EXPECT_EQ(q->ring_state().tx_answered, 6u) << "consumed while its event may come";
+    w.take(*q);  // the deadline run, no event having come
+    EXPECT_EQ(q->ring_state().tx_in_flight + q->ring_state().tx_answered, 0u);
+    ASSERT_TRUE(q->arm(Queue::ArmFor::kRxAndTx));
+  }
+  const QueueCounters k = q->counters();
+  EXPECT_EQ(k.events, 20u);
+  EXPECT_EQ(k.spurious_events, 0u);
+  EXPECT_EQ(k.tx_notify_waits, 20u);
+  EXPECT_EQ(k.tx_notify_waits_expired, 20u);
+  expect_accounted();
+  q->set_tx_rearm_hook(nullptr, nullptr);
 }
 
 // After the re-arm, the handler consumes what raced with it below rsp_event

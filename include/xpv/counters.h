@@ -14,7 +14,8 @@ namespace xpv {
   X(events, "events taken from the event channel")                         \
   X(spurious, "events whose handler found no work")                        \
   X(delayed_eois, "EOIs (unmasks) delayed by the spurious-event back-off") \
-  X(unmasks, "EOIs performed")
+  X(unmasks, "EOIs performed")                                             \
+  X(deadline_runs, "handler runs at a deadline it asked for, no event having come")
 
 /// Counters of one event channel port: one field per XPV_EVENT_COUNTERS entry.
 struct EventCounters {
@@ -41,6 +42,10 @@ struct EventCounters {
   X(ring_full, "transmit attempts stopped by a full TX ring or no free slot")                      \
   X(backend_errors, "protocol violations by the backend (each disconnects the device)")            \
   X(local_errors, "our own event channel failures (each disconnects the device)")                  \
+  X(tx_notify_waits,                                                                               \
+    "TX handler runs that stopped notifications to wait for one a racing push may have sent")      \
+  X(tx_notify_waits_expired,                                                                       \
+    "of those waits, the ones that ended at their deadline, no notification having come")          \
   X(tx_reaped_in_xmit,                                                                             \
     "TX responses consumed by the transmit path (0 unless the reap-in-transmit experiment is on)") \
   X(rx_refills, "RX ring refill batches")                                                          \

@@ -53,13 +53,22 @@ Status LateEoiChannel::add_port(evtchn_port_t port, Handler handler) {
 }
 
 void LateEoiChannel::remove_port(evtchn_port_t port) {
-  bool delayed = false;
+  bool timed = false;
   std::erase_if(ports_, [&](const PortState& p) {
     if (p.port != port) return false;
-    delayed = p.eoi_due_ns != 0;
+    timed = p.eoi_due_ns || p.run_due_ns;
     return true;
   });
-  if (delayed) arm_timer();  // its delayed EOI went with it
+  if (timed) arm_timer();  // its delayed EOI or deadline run went with it
+}
+
+void LateEoiChannel::run_by(evtchn_port_t port, uint64_t delay_ns) {
+  PortState* p = find(port);
+  if (!p) return;
+  const uint64_t due = clock_.now_ns() + delay_ns;
+  if (p->run_due_ns && p->run_due_ns <= due) return;  // an earlier one stands
+  p->run_due_ns = due;
+  arm_timer();
 }
 
 Status LateEoiChannel::eoi(PortState& p) {
@@ -68,11 +77,18 @@ Status LateEoiChannel::eoi(PortState& p) {
   return ch_->unmask(p.port);
 }
 
-void LateEoiChannel::arm_timer() {
+uint64_t LateEoiChannel::earliest_due() const {
   uint64_t due = 0;
   for (auto& p : ports_) {
-    if (p.eoi_due_ns && (!due || p.eoi_due_ns < due)) due = p.eoi_due_ns;
+    for (uint64_t t : {p.eoi_due_ns, p.run_due_ns}) {
+      if (t && (!due || t < due)) due = t;
+    }
   }
+  return due;
+}
+
+void LateEoiChannel::arm_timer() {
+  const uint64_t due = earliest_due();
   timer_due_ns_ = due;
   itimerspec its{};
   if (due) {
@@ -87,9 +103,12 @@ void LateEoiChannel::arm_timer() {
 
 Result<uint32_t> LateEoiChannel::process() {
   bool timer_changed = false;
-  // Delayed EOIs that are due. Only while one waits: with none, the timer is
-  // disarmed, and neither it nor the clock is worth a system call (a PV
-  // guest's clock_gettime is one: its vDSO cannot read Xen's clock).
+  // Delayed EOIs and deadline runs that are due. Only while one waits: with
+  // none, the timer is disarmed, and neither it nor the clock is worth a
+  // system call (a PV guest's clock_gettime is one: its vDSO cannot read
+  // Xen's clock).
+  PortState* due_runs[kMaxPorts];
+  size_t ndue = 0;
   if (timer_due_ns_) {
     uint64_t expirations = 0;
     (void)!::read(timerfd_.get(), &expirations, sizeof expirations);
@@ -97,6 +116,11 @@ Result<uint32_t> LateEoiChannel::process() {
     for (auto& p : ports_) {
       if (p.eoi_due_ns && now >= p.eoi_due_ns) {
         XPV_TRY(eoi(p));
+        timer_changed = true;
+      }
+      if (p.run_due_ns && now >= p.run_due_ns) {
+        p.run_due_ns = 0;
+        due_runs[ndue++] = &p;
         timer_changed = true;
       }
     }
@@ -126,6 +150,10 @@ Result<uint32_t> LateEoiChannel::process() {
   for (PortState* p : fired_) {
     ++p->counters.events;
     ++runs;
+    if (p->run_due_ns) {  // the event came: its handler runs now, not at the deadline
+      p->run_due_ns = 0;
+      timer_changed = true;
+    }
     const bool work = p->handler();  // the port is still masked here
     if (work) {
       p->spurious_run = 0;
@@ -146,15 +174,20 @@ Result<uint32_t> LateEoiChannel::process() {
     ++p->counters.delayed_eois;
     timer_changed = true;
   }
+  // Deadline runs of ports whose event did not come in time (a port that
+  // fired has just run its handler).
+  for (size_t i = 0; i < ndue; ++i) {
+    PortState* p = due_runs[i];
+    if (std::find(fired_.begin(), fired_.end(), p) != fired_.end()) continue;
+    ++p->counters.deadline_runs;
+    (void)p->handler();  // the port is not masked by us: no EOI to give
+  }
   if (timer_changed) arm_timer();
   return runs;
 }
 
 int LateEoiChannel::next_timeout_ms() const {
-  uint64_t due = 0;
-  for (auto& p : ports_) {
-    if (p.eoi_due_ns && (!due || p.eoi_due_ns < due)) due = p.eoi_due_ns;
-  }
+  const uint64_t due = earliest_due();
   if (!due) return -1;
   uint64_t now = clock_.now_ns();
   if (due <= now) return 0;

@@ -69,7 +69,14 @@ class LateEoiChannel {
   Status add_port(evtchn_port_t port, Handler handler);
   void remove_port(evtchn_port_t port);
 
-  // Readable when an event is pending or a delayed EOI is due.
+  // Runs the port's handler within `delay_ns` whether or not the port fires:
+  // for a handler that left work to an event that may or may not come. An
+  // event before then runs the handler as usual and cancels this run; a run
+  // at the deadline is not an event (counted as a deadline run, never as
+  // spurious) and its handler's answer changes nothing.
+  void run_by(evtchn_port_t port, uint64_t delay_ns);
+
+  // Readable when an event is pending, a delayed EOI or a deadline run is due.
   int fd() const { return epfd_.get(); }
 
   // Performs due delayed EOIs, then takes every pending event: handler, then
@@ -77,7 +84,8 @@ class LateEoiChannel {
   // the number of handler runs.
   Result<uint32_t> process();
 
-  // Milliseconds until the earliest delayed EOI, or -1 when none is waiting.
+  // Milliseconds until the earliest delayed EOI or deadline run, or -1 when
+  // none is waiting.
   int next_timeout_ms() const;
 
   // Counters of one port (events, spurious events, delayed EOIs, unmasks).
@@ -92,12 +100,14 @@ class LateEoiChannel {
     EventCounters counters;
     uint32_t spurious_run = 0;
     uint64_t eoi_due_ns = 0;  // 0: not delayed
+    uint64_t run_due_ns = 0;  // run_by()'s deadline; 0: none
   };
   LateEoiChannel(std::unique_ptr<EventChannel> ch, const Clock& clock, BackoffConfig cfg)
       : ch_(std::move(ch)), clock_(clock), cfg_(cfg) {}
   PortState* find(evtchn_port_t port);
   Status eoi(PortState& p);
   void arm_timer();
+  uint64_t earliest_due() const;
 
   std::unique_ptr<EventChannel> ch_;
   const Clock& clock_;

@@ -339,6 +339,8 @@ void QueueImpl::sync_events() {
     count(kCounter_events, e->events - seen.events);
     count(kCounter_spurious_events, e->spurious - seen.spurious);
     count(kCounter_delayed_eois, e->delayed_eois - seen.delayed_eois);
+    // Only the TX handler asks for deadline runs (wait_for_tx_notify()).
+    count(kCounter_tx_notify_waits_expired, e->deadline_runs - seen.deadline_runs);
     seen = *e;
   };
   take(c.tx_port, c.seen_tx);
@@ -371,30 +373,41 @@ void QueueImpl::rearm_tx() {
   ring::full_fence();
 }
 
-// Event mode, TX: `waiting` responses are published and not consumed, and an
-// event may be on its way for them (consumed now, they would leave it nothing
-// to do: a spurious event). While more requests are outstanding the backend
-// publishes again: rsp_event moves past what is waiting, so that its next push
-// notifies, and the waiting responses are left to whichever event comes.
-// When the backend published again before it could see the new rsp_event,
-// that push may have notified too: rsp_event moves past it as well, and so on
-// while requests remain outstanding (a handful of passes; each needs a push
-// inside the fence's window). false (consume them now) when nothing else is
-// outstanding, or after the last pass.
+// Event mode, TX: `waiting` responses are published and not consumed, below
+// rsp_event (no event was raised for them). While more requests are
+// outstanding, rsp_event moves past them, so that the backend's next push
+// notifies and the event's handler reaps them all. A push that raced with
+// that store may have notified or not (wait_for_tx_notify()). false (consume
+// them now) when nothing else is outstanding: no event can come for them.
 bool QueueImpl::leave_tx_for_next_push(uint32_t waiting) {
   Conn& c = *conn_;
-  for (int pass = 0; pass < kLeaveTxPasses; ++pass) {
-    if (c.tx_in_flight <= waiting) return false;
-    c.tx.set_response_event(waiting + 1);
-    ring::full_fence();  // xen_mb: rsp_event before re-reading rsp_prod
-    if (tx_rearm_hook_) [[unlikely]]
-      tx_rearm_hook_(tx_rearm_hook_ctx_);
-    const ring::Available again = c.tx.available_responses();
-    if (again.overflow) return false;  // the handler names the violation
-    if (again.count == waiting) return true;
-    waiting = again.count;
-  }
-  return false;
+  if (c.tx_in_flight <= waiting) return false;
+  c.tx.set_response_event(waiting + 1);
+  ring::full_fence();  // xen_mb: rsp_event before re-reading rsp_prod
+  if (tx_rearm_hook_) [[unlikely]]
+    tx_rearm_hook_(tx_rearm_hook_ctx_);
+  const ring::Available again = c.tx.available_responses();
+  if (again.overflow) return false;  // the handler names the violation
+  if (again.count != waiting) wait_for_tx_notify();
+  return true;
+}
+
+// Event mode, TX: a push passed rsp_event while we stored it. The backend
+// stores rsp_prod, fences, loads rsp_event (RING_PUSH_RESPONSES_AND_CHECK_NOTIFY);
+// we store rsp_event, fence, load rsp_prod: when our load sees its push, its
+// load may have seen our store or the value before, which it had passed
+// already. So it notified or not, and netif gives no way to tell which.
+// Consumed now, its responses would leave such an event nothing to do (a
+// spurious event); left for an event that never comes, they would wait for
+// ever. So TX notifications stop (no other event can come meanwhile), and
+// the handler runs again at that event or at a deadline, whichever is first
+// (LateEoiChannel::run_by); either run consumes everything and re-arms.
+void QueueImpl::wait_for_tx_notify() {
+  Conn& c = *conn_;
+  c.tx.set_response_event(kDisarmedDistance);
+  c.tx_notify_wait = true;
+  count(kCounter_tx_notify_waits);
+  c.evt->run_by(c.tx_port, kTxNotifyWaitNs);
 }
 
 // The event handler: consumes every response of both rings.
@@ -434,7 +447,8 @@ bool QueueImpl::poll() {
 //     are outstanding the next push can be made to notify
 //     (leave_tx_for_next_push): reaped here, they would leave that event
 //     nothing to do (a spurious event, the seeds' finding); they wake the
-//     sleeper and its handler reaps them;
+//     sleeper and its handler reaps them. Neither reaps while the handler
+//     waits for a notification that may come (wait_for_tx_notify());
 //  3. notifications are re-armed (RING_FINAL_CHECK_FOR_RESPONSES on RX; on
 //     TX only for kRxAndTx), and a response that raced with the re-arm is
 //     seen by the final check.
@@ -448,9 +462,11 @@ bool QueueImpl::arm(Queue::ArmFor what) {
   if (!broken_.load(std::memory_order_relaxed)) {
     take_kick();
     process_events();
-    bool reap = true;
+    // Waiting for a notification (wait_for_tx_notify()): it, or the
+    // deadline, wakes the sleeper and its handler reaps.
+    bool reap = !c.tx_notify_wait;
     const ring::Available waiting = c.tx.available_responses();
-    if (what == Queue::ArmFor::kRxAndTx && waiting.count && !waiting.overflow) {
+    if (reap && what == Queue::ArmFor::kRxAndTx && waiting.count && !waiting.overflow) {
       reap = !c.tx.response_event_reached() && !leave_tx_for_next_push(waiting.count);
     }
     if (reap) {
@@ -480,7 +496,7 @@ void QueueImpl::set_mode(QueueMode m) {
       process_events();
       disarm();
     } else {
-      rearm_tx();
+      if (!conn_->tx_notify_wait) rearm_tx();  // else the wait's end re-arms
       (void)conn_->rx.final_check_for_responses();
     }
   }

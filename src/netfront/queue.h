@@ -173,7 +173,7 @@ class QueueImpl {
   netif::RxFrontRing* rx_ring();
   // For tests: runs between each TX re-arm (rsp_event stored, fenced: by the
   // handler, or moved past waiting responses by leave_tx_for_next_push) and
-  // every later read of the producer in that handler run, where a backend's
+  // the later reads of the producer in that handler run, where a backend's
   // push races with it.
   void set_tx_rearm_hook(void (*fn)(void* ctx), void* ctx) {
     tx_rearm_hook_ = fn;
@@ -260,6 +260,7 @@ class QueueImpl {
   void free_retired();
   void rearm_tx();
   bool leave_tx_for_next_push(uint32_t waiting);
+  void wait_for_tx_notify();
   // epfd_ readable until the next take_kick(): a sleeper wakes or does not
   // sleep.
   void kick() {

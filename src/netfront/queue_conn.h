@@ -12,9 +12,11 @@ inline constexpr uint32_t kRingMask = QueueImpl::kRingSize - 1;
 // An rsp_event this far ahead of the consumer is never crossed: the backend
 // never notifies (poll mode keeps moving it along with the consumer).
 inline constexpr uint32_t kDisarmedDistance = 0x80000000u;
-// How often leave_tx_for_next_push() moves rsp_event past a push that raced
-// with it before it consumes instead (each pass needs another such push).
-inline constexpr int kLeaveTxPasses = 8;
+// How long the TX handler waits for a notification that a push racing with
+// its rsp_event store may have sent (wait_for_tx_notify()). Such a push
+// notifies, if at all, a few instructions after it published: far less
+// than this even when the backend's vCPU is preempted once.
+inline constexpr uint64_t kTxNotifyWaitNs = 2'000'000;
 
 struct QueueImpl::Retired {
   std::unique_ptr<BufferPool> pool;
@@ -56,6 +58,9 @@ struct QueueImpl::Conn {
   // Requests in flight that name a kept RX page (TxSlot::rx_page): while 0,
   // the TX handler's common loop skips the test for one.
   uint32_t tx_rx_pages_in_flight = 0;
+  // wait_for_tx_notify() is waiting: TX notifications are off, and the
+  // handler's next run (the event, or the deadline) ends the wait.
+  bool tx_notify_wait = false;
 
   // TX requests that name a kept RX page (TxSlot::rx_page), per request id:
   // whose page, to let go of when it is answered.

@@ -77,6 +77,9 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
   uint32_t packets = 0;
   bool rearmed = false;     // rsp_event was set by this call
   uint32_t first_look = 0;  // rsp_prod as the first look after that re-arm's fence saw it
+  // A run of the handler ends a wait for a notification (that event, or
+  // the deadline, is this run): it consumes what it finds and re-arms.
+  c.tx_notify_wait = false;
   for (;;) {
     if (rearmed && tx_rearm_hook_) [[unlikely]]
       tx_rearm_hook_(tx_rearm_hook_ctx_);
@@ -106,25 +109,23 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
     }
     // Answered since this call re-armed. Below rsp_event they raised no
     // event: consumed now. Once they reach it, they are left to the event
-    // that comes for them; consumed, they would leave that event nothing (a
-    // spurious event). This holds for every response published after the
+    // that may come for them; consumed, they would leave that event nothing
+    // (a spurious event). This holds for every response published after the
     // re-arm, not only those the first look after it found:
     //  - a push the first look did not see read our rsp_event (each side
     //    stores its index, fences, then loads the other's: one of the two
     //    loads sees the other's store), so when it passed rsp_event its
     //    event is certain;
     //  - a push the first look saw may have read the rsp_event before ours:
-    //    left only if the next push can be made to notify.
+    //    its event may or may not come (wait_for_tx_notify()).
     if (rearmed && !kBudget && c.tx.response_event_reached()) {
       const uint32_t cons = c.tx.rsp_cons();
       const uint32_t event = cons + c.tx.response_event_ahead();
       const bool certain = static_cast<uint32_t>(event - 1 - first_look) <
                            static_cast<uint32_t>(cons + a.count - first_look);
-      if (certain || leave_tx_for_next_push(a.count)) {
-        *work = true;  // found, and left to the event that comes for it
-        return packets;
-      }
-      rearmed = false;  // nothing else outstanding: consumed below
+      if (!certain) wait_for_tx_notify();
+      *work = true;  // found, and left to the event that comes for it
+      return packets;
     }
     *work = true;
     // The invariant that took Linux from 4.5 to 11.5 Gb/s: with notifications

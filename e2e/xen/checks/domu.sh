@@ -777,7 +777,8 @@ def load(path, more=None):
         e = json.load(open(more))
         secs = d["seconds"] + e["seconds"]
         d["pps"] = (d["pps"] * d["seconds"] + e["pps"] * e["seconds"]) / max(secs, 1e-9)
-        for key in ("events", "spurious_events", "delayed_eois", "tx_reaped_in_xmit", "received", "foreign"):
+        for key in ("events", "spurious_events", "delayed_eois", "tx_reaped_in_xmit", "received", "foreign",
+                    "tx_notify_waits", "tx_notify_waits_expired"):
             d[key] = d.get(key, 0) + e.get(key, 0)
         d["seconds"] = secs
         d["samples"] = 2
@@ -814,11 +815,13 @@ ok = (d["tx_reaped_in_xmit"] == 0 and x["tx_reaped_in_xmit"] > 0 and share(x) > 
 # Frames dom0 sent the sender meanwhile (its RX events are counted with the TX ones).
 rx = lambda r: r.get("received", 0) + r.get("foreign", 0)
 print("VERDICT %s default: %d events (%d wanted%s) in %.0f s, %d spurious (%.4f%%, target < 0.05%%), %.0f pps, "
-      "%d frames received meanwhile; reap-in-xmit: %d events, %.3f%% spurious, %d delayed EOIs, %.0f pps" % (
+      "%d frames received meanwhile, %d waits for a racing push's notification (%d ended at the deadline); "
+      "reap-in-xmit: %d events, %.3f%% spurious, %d delayed EOIs, %.0f pps" % (
           "ok" if ok else "bad", d["events"], want,
           ", two samples: the first was over the target" if d.get("samples") == 2 else "",
           d["seconds"], d["spurious_events"], share(d), d["pps"],
-          rx(d), x["events"], share(x), x["delayed_eois"], x["pps"]))
+          rx(d), d.get("tx_notify_waits", 0), d.get("tx_notify_waits_expired", 0),
+          x["events"], share(x), x["delayed_eois"], x["pps"]))
 PY
 )
     while IFS= read -r line; do [[ $line == VERDICT* ]] || xpv_log "seed table: $line"; done <<<"$table"
