@@ -364,9 +364,12 @@ void QueueImpl::disarm() {
 // consumer is not reached): a push that passes it while we would store the
 // new value may read the old one and notify, and the re-read after the fence
 // would take its responses as below the new rsp_event and consume them,
-// leaving that event nothing (a spurious event).
+// leaving that event nothing (a spurious event). While the handler waits for
+// a notification (wait_for_tx_notify()), notifications stay off: the wait's
+// end re-arms.
 void QueueImpl::rearm_tx() {
   Conn& c = *conn_;
+  if (c.tx_notify_wait) return;
   const uint32_t ahead = std::max<uint32_t>(1, c.tx_in_flight / 2);
   const uint32_t now = c.tx.response_event_ahead();
   if (now == 0 || now > ahead) c.tx.set_response_event(ahead);
@@ -496,7 +499,7 @@ void QueueImpl::set_mode(QueueMode m) {
       process_events();
       disarm();
     } else {
-      if (!conn_->tx_notify_wait) rearm_tx();  // else the wait's end re-arms
+      rearm_tx();
       (void)conn_->rx.final_check_for_responses();
     }
   }
