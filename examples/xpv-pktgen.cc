@@ -704,6 +704,18 @@ int main(int argc, char** argv) {
   Totals t;
   bool failed = false;
   uint64_t stalled = 0;
+  // The longest time between two turns of the main loop (a sleep for events
+  // lasts 100 ms at most): a longer one means this process did not run, or a
+  // call into the library blocked.
+  double longest_loop_gap = 0;
+  // The longest call into the control path (xenstore), which runs in this
+  // loop: tells a slow xenstore from a data path that stopped.
+  double longest_control_call = 0;
+  auto poll_control = [&] {
+    const double start = now_s();
+    d.poll_control();
+    longest_control_call = std::max(longest_control_call, now_s() - start);
+  };
   const bool gen = o.role == "gen";
   const bool tx_only = o.role == "tx";  // sends like gen, expects nothing back
   std::vector<Round> rounds;
@@ -761,7 +773,7 @@ int main(int argc, char** argv) {
       if (tx_only && o.count) return sum(&QueueStats::sent) >= o.count;
       return gen && o.count && round == o.rounds;
     };
-    double last_report = t0, last_progress = t0;
+    double last_report = t0, last_progress = t0, last_turn = t0;
     uint64_t last_received = 0;
     while (!done()) {
       if (gen && o.count && round_complete()) {
@@ -909,9 +921,11 @@ int main(int argc, char** argv) {
       }
       if (!busy) {
         if (o.mode == xpv::QueueMode::kEvent) sleep_for_events(d, o.queues);
-        d.poll_control();
+        poll_control();
       }
       const double now = now_s();
+      longest_loop_gap = std::max(longest_loop_gap, now - last_turn);
+      last_turn = now;
       if (gen) {
         uint64_t rx = 0, in_flight = 0;
         for (auto& s : st) {
@@ -942,7 +956,7 @@ int main(int argc, char** argv) {
       }
       if (now - last_report >= 1.0) {
         last_report = now;
-        d.poll_control();
+        poll_control();
         if (!o.quiet) {
           uint64_t tx = 0, rx = 0;
           for (auto& s : st) {
@@ -1027,17 +1041,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "xpv-pktgen: cannot write %s: %s\n", o.json.c_str(),
                    std::strerror(errno));
     } else {
-      std::fprintf(
-          f,
-          "{\"role\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
-          ",\"seconds\":%.3f,"
-          "\"pps\":%.1f,\"mbit_s\":%.1f,\"bad_payload\":%" PRIu64 ",\"out_of_order\":%" PRIu64
-          ",\"foreign\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"stalled\":%" PRIu64
-          ",\"link_downs\":%" PRIu64 ",\"reconnects\":%" PRIu64 ",\"teardown_pages\":%" PRIu64
-          ",\"teardown_returned\":%" PRIu64 ",\"teardown_still_mapped\":%" PRIu64,
-          o.role.c_str(), t.sent, t.received, elapsed, pps,
-          elapsed > 0 ? rate_bytes * 8 / elapsed / 1e6 : 0.0, t.bad, t.ooo, t.foreign, t.lost,
-          stalled, link_downs, reconnects, acc.pages, acc.returned, acc.still_mapped);
+      std::fprintf(f,
+                   "{\"role\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64
+                   ",\"seconds\":%.3f,"
+                   "\"pps\":%.1f,\"mbit_s\":%.1f,\"bad_payload\":%" PRIu64
+                   ",\"out_of_order\":%" PRIu64 ",\"foreign\":%" PRIu64 ",\"lost\":%" PRIu64
+                   ",\"stalled\":%" PRIu64 ",\"link_downs\":%" PRIu64 ",\"reconnects\":%" PRIu64
+                   ",\"teardown_pages\":%" PRIu64 ",\"teardown_returned\":%" PRIu64
+                   ",\"teardown_still_mapped\":%" PRIu64
+                   ",\"longest_loop_gap_ms\":%.1f,\"longest_control_call_ms\":%.1f",
+                   o.role.c_str(), t.sent, t.received, elapsed, pps,
+                   elapsed > 0 ? rate_bytes * 8 / elapsed / 1e6 : 0.0, t.bad, t.ooo, t.foreign,
+                   t.lost, stalled, link_downs, reconnects, acc.pages, acc.returned,
+                   acc.still_mapped, longest_loop_gap * 1e3, longest_control_call * 1e3);
       std::fprintf(f,
                    ",\"tcp_payload_tx\":%" PRIu64 ",\"tcp_payload_rx\":%" PRIu64
                    ",\"tcp_gap_bytes\":%" PRIu64 ",\"tcp_stream_end\":%" PRIu64

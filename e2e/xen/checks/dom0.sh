@@ -145,10 +145,21 @@ EOF
 
 # action_echo DEVID DSTMAC COUNT: send COUNT numbered 64-byte frames into the domU and count the
 # ones that come back (reflected with MACs swapped) until 3 s pass without one (at most 30 s).
+# Also prints dom0's longest stall meanwhile: the longest gap between the turns of a thread that
+# wakes every 50 ms (a long one means dom0 itself did not run).
 action_echo() {
     python3 - "vif$XPV_DOMID.$1" "$2" "$3" <<'EOF'
-import select, socket, struct, sys, time
+import select, socket, struct, sys, threading, time
 ifc, dst, n = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3])
+stall = 0.0
+def heartbeat():
+    global stall
+    turn = time.monotonic()
+    while True:
+        time.sleep(0.05)
+        now = time.monotonic()
+        stall, turn = max(stall, now - turn - 0.05), now
+threading.Thread(target=heartbeat, daemon=True).start()
 src = bytes.fromhex('020000000001')
 # ETH_P_ALL, not 0x88b5: the vif is a bridge port, and the bridge's rx handler takes every
 # frame before protocol-specific packet sockets see it; ETH_P_ALL taps come first.
@@ -180,7 +191,8 @@ while len(seen) < n and time.time() < end:
     drain(3)
     if len(seen) == had:
         break
-print("echo: sent %d, %d came back in %.2fs" % (n, len(seen), time.time() - t0))
+print("echo: sent %d, %d came back in %.2fs; dom0's longest stall %.2fs" % (
+    n, len(seen), time.time() - t0, stall))
 sys.exit(0 if len(seen) == n else 1)
 EOF
 }
