@@ -504,6 +504,14 @@ struct Totals {
            rx_csum_blank = 0, rx_data_validated = 0;
 };
 
+// Whether the control path has work: a xenstore watch fired, a retry or
+// deadline is due, or a queue broke (control_fd() is readable). Only then
+// is poll_control() worth its xenstore reads, which block on xenstored.
+bool control_ready(const xpv::Device& d) {
+  pollfd p{d.control_fd(), POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
 void sleep_for_events(xpv::Device& d, uint32_t nq) {
   std::vector<pollfd> pfds;
   for (uint32_t qi = 0; qi < nq; ++qi) {
@@ -708,10 +716,11 @@ int main(int argc, char** argv) {
   // lasts 100 ms at most): a longer one means this process did not run, or a
   // call into the library blocked.
   double longest_loop_gap = 0;
-  // The longest call into the control path (xenstore), which runs in this
-  // loop: tells a slow xenstore from a data path that stopped.
+  // The control path runs in this loop, when it has work; its longest call
+  // (xenstore) tells a slow xenstore from a data path that stopped.
   double longest_control_call = 0;
   auto poll_control = [&] {
+    if (!control_ready(d)) return;
     const double start = now_s();
     d.poll_control();
     longest_control_call = std::max(longest_control_call, now_s() - start);
