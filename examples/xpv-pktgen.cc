@@ -585,7 +585,7 @@ int run_ping(xpv::Device& d, const Options& o, Totals* t, bool* failed) {
       }
       return true;
     });
-    d.poll_control();
+    if (control_ready(d)) d.poll_control();
   }
   if (!peer) {
     std::fprintf(stderr, "xpv-pktgen: no ARP reply for %u.%u.%u.%u within 10 s\n", o.dst_ip >> 24,
@@ -629,7 +629,7 @@ int run_ping(xpv::Device& d, const Options& o, Totals* t, bool* failed) {
         return true;
       });
       if (o.mode == xpv::QueueMode::kEvent) sleep_for_events(d, 1);
-      d.poll_control();
+      if (control_ready(d)) d.poll_control();
     }
     if (!got) ++t->lost;
   }

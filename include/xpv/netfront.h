@@ -432,8 +432,11 @@ class Device {
   void close();
 
   /// Control path: handles xenstore watch events (backend state, the vif's
-  /// nodes) and reconnects after the backend went away. Non-blocking.
-  /// Returns true when the link state changed.
+  /// nodes) and reconnects after the backend went away. It never waits for
+  /// an event, but each call reads the frontend's and the backend's state
+  /// nodes: xenstore round trips, which wait for xenstored (tens of ms in an
+  /// emulated guest). Call it when control_fd() is readable, not on every
+  /// turn of a data loop. Returns true when the link state changed.
   bool poll_control();
   int control_fd() const;  ///< readable when poll_control has work
 
