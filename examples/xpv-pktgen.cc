@@ -719,7 +719,7 @@ int main(int argc, char** argv) {
   // The control path runs in this loop, when it has work; its longest call
   // (xenstore) tells a slow xenstore from a data path that stopped.
   double longest_control_call = 0;
-  auto poll_control = [&] {
+  auto serve_control = [&] {
     if (!control_ready(d)) return;
     const double start = now_s();
     d.poll_control();
@@ -930,7 +930,7 @@ int main(int argc, char** argv) {
       }
       if (!busy) {
         if (o.mode == xpv::QueueMode::kEvent) sleep_for_events(d, o.queues);
-        poll_control();
+        serve_control();
       }
       const double now = now_s();
       longest_loop_gap = std::max(longest_loop_gap, now - last_turn);
@@ -965,7 +965,7 @@ int main(int argc, char** argv) {
       }
       if (now - last_report >= 1.0) {
         last_report = now;
-        poll_control();
+        serve_control();
         if (!o.quiet) {
           uint64_t tx = 0, rx = 0;
           for (auto& s : st) {
