@@ -67,6 +67,9 @@ TEST_F(ZeroCopy, KeptPagesStayOutOfTheRingUntilReleased) {
   open_zero_copy();
   const uint32_t posted = q->accounting().rx_buffers_posted;
   ASSERT_EQ(posted, 256u);
+  // The pages beyond the ring's, free (the ring refills in batches of 32).
+  const uint32_t spare = q->accounting().rx_pool_free;
+  ASSERT_EQ(spare, QueueImpl::kRxLendSlots);
   answer_rx_packets(0, 4, 60);
   const auto kept = receive_keeping(32);
   ASSERT_EQ(kept.size(), 4u);
@@ -76,36 +79,47 @@ TEST_F(ZeroCopy, KeptPagesStayOutOfTheRingUntilReleased) {
   }
   EXPECT_EQ(q->counters().rx_kept, 4u);
   EXPECT_EQ(q->accounting().rx_buffers_kept, 4u);
-  EXPECT_EQ(q->accounting().rx_pool_free, 0u) << "a kept page is not the pool's";
+  EXPECT_EQ(q->accounting().rx_pool_free, spare) << "a kept page is not the pool's";
   expect_accounted();
   rx_loan_release(kept[0].loans, kept[0].data);
   rx_loan_release(kept[1].loans, kept[1].data);
   refill();
   EXPECT_EQ(q->accounting().rx_buffers_kept, 2u);
-  EXPECT_EQ(q->accounting().rx_pool_free, 2u);
+  EXPECT_EQ(q->accounting().rx_pool_free, spare + 2);
   expect_accounted();
   rx_loan_release(kept[2].loans, kept[2].data);
   rx_loan_release(kept[3].loans, kept[3].data);
   refill();
   EXPECT_EQ(q->accounting().rx_buffers_kept, 0u);
-  EXPECT_EQ(q->accounting().rx_pool_free, 4u);
+  EXPECT_EQ(q->accounting().rx_pool_free, spare + 4);
   expect_accounted();
   EXPECT_EQ(q->counters().backend_errors, 0u);
 }
 
-// At most half the pool is kept: the ring keeps the other half, whatever the
-// application holds on to; beyond that a packet comes without `loans` (the
-// application copies it, and its page goes straight back).
-TEST_F(ZeroCopy, AtMostHalfThePoolIsKept) {
+// The pool has kRxLendSlots pages beyond the ring's: that many may be kept
+// at once and the ring stays full all the same; beyond that a packet comes
+// without `loans` (the application copies it, and its page goes straight
+// back).
+TEST_F(ZeroCopy, AsManyPagesAsTheRingHoldsAreKeptAndTheRingStaysFull) {
   open_zero_copy();
-  answer_rx_packets(0, 200, 60);
-  const std::vector<Kept> all = receive_all_keeping(200);
-  ASSERT_EQ(all.size(), 200u);
+  EXPECT_EQ(q->accounting().rx_pool_size, QueueImpl::kRxPoolSlotsMax);
+  answer_rx_packets(0, 256, 60);
+  const std::vector<Kept> all = receive_all_keeping(256);
+  ASSERT_EQ(all.size(), 256u);
   uint32_t kept = 0;
   for (const Kept& k : all)
     kept += k.loans != nullptr;
-  EXPECT_EQ(kept, QueueImpl::kRxPoolSlots / 2);
-  EXPECT_EQ(q->accounting().rx_buffers_kept, QueueImpl::kRxPoolSlots / 2);
+  EXPECT_EQ(kept, QueueImpl::kRxLendSlots);
+  EXPECT_EQ(q->accounting().rx_buffers_kept, QueueImpl::kRxLendSlots);
+  EXPECT_EQ(q->accounting().rx_buffers_posted, 256u) << "the ring refilled from the other pages";
+  expect_accounted();
+  // The limit reached: the next packets are not kept.
+  answer_rx_packets(256, 40, 60);
+  const std::vector<Kept> more = receive_all_keeping(40);
+  ASSERT_EQ(more.size(), 40u);
+  for (const Kept& k : more)
+    EXPECT_EQ(k.loans, nullptr);
+  EXPECT_EQ(q->accounting().rx_buffers_kept, QueueImpl::kRxLendSlots);
   expect_accounted();
   for (const Kept& k : all)
     if (k.loans) rx_loan_release(k.loans, k.data);
@@ -144,6 +158,34 @@ TEST_F(ZeroCopy, AKeptPageIsSentByItsGrantAndHeldUntilItsResponse) {
   EXPECT_EQ(q->accounting().tx_slots_by_rx_grant, 0u);
   expect_accounted();
   EXPECT_EQ(q->accounting().tx_pool_free, q->accounting().tx_pool_size);
+}
+
+// A forwarder in poll mode transmits again long before its TX ring fills:
+// that next burst takes back the kept pages whose requests were answered,
+// so the receiving queue gets them for its ring (without it they stayed out
+// until the TX ring filled, and the receiver had to copy meanwhile).
+TEST_F(ZeroCopy, TheNextTransmitInPollModeHandsBackAnsweredKeptPages) {
+  open_zero_copy();
+  ASSERT_EQ(q->mode(), QueueMode::kPoll);
+  answer_rx_packets(0, 1, 100);
+  const auto kept = receive_keeping(1);
+  ASSERT_EQ(kept.size(), 1u);
+  ASSERT_NE(kept[0].loans, nullptr);
+  TxSegment seg{kept[0].data, 100, kept[0].loans};
+  TxPacket p{&seg, 1};
+  ASSERT_EQ(q->api().transmit(std::span<const TxPacket>(&p, 1)), 1);
+  rx_loan_release(kept[0].loans, kept[0].data);
+  answer_tx(0, netif::kRspOkay);
+  publish_tx(1);
+  // The next burst: an ordinary packet, the TX ring all but empty.
+  uint8_t frame[60] = {};
+  TxSegment plain{frame, sizeof frame};
+  TxPacket p2{&plain, 1};
+  ASSERT_EQ(q->api().transmit(std::span<const TxPacket>(&p2, 1)), 1);
+  EXPECT_EQ(q->accounting().tx_slots_by_rx_grant, 0u);
+  refill();
+  EXPECT_EQ(q->accounting().rx_buffers_kept, 0u) << "the answered page is still out";
+  expect_accounted();
 }
 
 // Multi-slot: a packet of several kept pages goes out as one request per page
@@ -239,7 +281,8 @@ TEST_F(ZeroCopy, ReleasesFromOtherThreadsAllComeBack) {
     th.join();
   refill();
   EXPECT_EQ(q->accounting().rx_buffers_kept, 0u);
-  EXPECT_EQ(q->accounting().rx_pool_free + q->accounting().rx_buffers_posted, 256u);
+  EXPECT_EQ(q->accounting().rx_pool_free + q->accounting().rx_buffers_posted,
+            QueueImpl::kRxPoolSlotsMax);
   expect_accounted();
 }
 

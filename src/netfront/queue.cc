@@ -101,13 +101,14 @@ Status QueueImpl::setup(Platform& plat, GrantSharer& sharer, domid_t backend,
   // them), RX pages writable (the backend copies packets in).
   auto tp = BufferPool::create(sharer, backend, kTxPoolSlots, /*writable=*/false);
   if (!tp) return tp.error();
-  auto rp = BufferPool::create(sharer, backend, kRxPoolSlots, /*writable=*/true);
+  auto rp = BufferPool::create(sharer, backend, f.rx_zero_copy ? kRxPoolSlotsMax : kRxPoolSlots,
+                               /*writable=*/true);
   if (!rp) return rp.error();
   c->tx_pool = std::move(*tp);
   c->rx_pool = std::move(*rp);
-  // Half the pool may be kept at once: the ring always has the other half.
+  // kRxLendSlots pages may be kept at once: the ring always has its own.
   if (f.rx_zero_copy)
-    c->rx_loans = std::make_unique<RxLoans>(*c->rx_pool, c->self, backend, kRxPoolSlots / 2);
+    c->rx_loans = std::make_unique<RxLoans>(*c->rx_pool, c->self, backend, kRxLendSlots);
   free_retired();
 
   // Event channel(s): unbound ports the backend binds to.

@@ -78,7 +78,14 @@ class QueueImpl {
  public:
   static constexpr uint32_t kRingSize = netif::kTxRingSize;  // == kRxRingSize
   static constexpr uint32_t kTxPoolSlots = kRingSize;
+  // RX: a page for each ring slot. With zero-copy receive (rx_zero_copy)
+  // as many again, which the application may keep while the ring stays
+  // full: kept pages wait for their TX responses when forwarded by their
+  // grants, and a pool the size of the ring left the ring half empty (and
+  // made every packet beyond half the pool a copy) while they did.
   static constexpr uint32_t kRxPoolSlots = kRingSize;
+  static constexpr uint32_t kRxLendSlots = kRingSize;
+  static constexpr uint32_t kRxPoolSlotsMax = kRxPoolSlots + kRxLendSlots;
   static constexpr uint32_t kRefillBatch = 32;
 
   explicit QueueImpl(uint32_t index);

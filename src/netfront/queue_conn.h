@@ -58,6 +58,11 @@ struct QueueImpl::Conn {
   // Requests in flight that name a kept RX page (TxSlot::rx_page): while 0,
   // the TX handler's common loop skips the test for one.
   uint32_t tx_rx_pages_in_flight = 0;
+  // transmit() reclaims first when fewer ring slots than this are free:
+  // kMaxTxSlots, or at every burst (kRingSize + 1) while requests name kept
+  // RX pages, which go back to their RX ring only when reaped. A bound in
+  // place of a second test, so that the fast path pays nothing for it.
+  uint32_t tx_reclaim_below = kMaxTxSlots;
   // wait_for_tx_notify() is waiting: TX notifications are off, and the
   // handler's next run (the event, or the deadline) ends the wait.
   bool tx_notify_wait = false;
@@ -75,10 +80,10 @@ struct QueueImpl::Conn {
   // Fragments of staged and in-assembly packets, in arrival order (a FIFO:
   // packets are delivered in order, and a dropped packet is always the one
   // being assembled, at the head).
-  std::array<RxFrag, kRxPoolSlots> frags{};
+  std::array<RxFrag, kRxPoolSlotsMax> frags{};
   uint32_t frag_head = 0;  // next free (free-running)
   uint32_t frag_tail = 0;  // oldest live
-  std::array<RxStaged, kRxPoolSlots> staged{};
+  std::array<RxStaged, kRxPoolSlotsMax> staged{};
   uint32_t staged_head = 0;
   uint32_t staged_tail = 0;
   bool has_staged() const { return staged_tail != staged_head; }

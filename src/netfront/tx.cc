@@ -174,7 +174,7 @@ uint32_t QueueImpl::reap_tx(uint32_t max_packets, bool* work) {
         // Its kept RX page: the backend has read it (this response).
         const Conn::TxRxPage& pg = c.tx_rx_pages[rsp.id];
         pg.loans->release(pg.slot);
-        --c.tx_rx_pages_in_flight;
+        if (--c.tx_rx_pages_in_flight == 0) c.tx_reclaim_below = kMaxTxSlots;
       }
       slots[rsp.id] = TxSlot{};
       freed[nfreed++] = rsp.id;
@@ -254,7 +254,11 @@ uint16_t QueueImpl::transmit(std::span<const TxPacket> pkts) {
     reclaimed = true;
     reclaim_tx();
   };
-  if (c.tx.free_requests() < kMaxTxSlots || c.tx_pool->available() < kMaxTxSlots) reclaim();
+  // tx_reclaim_below: while requests name kept RX pages (zerocopy), every
+  // burst reclaims, so that answered pages go back to their RX ring at once
+  // and the receiving queue is not left short of pages (and made to copy)
+  // until this ring fills.
+  if (c.tx.free_requests() < c.tx_reclaim_below || c.tx_pool->available() < kMaxTxSlots) reclaim();
   if (broken_.load(std::memory_order_relaxed)) {
     leave();
     return 0;
@@ -486,7 +490,10 @@ QueueImpl::TxOne QueueImpl::transmit_one(const TxPacket& p, bool reclaimed) {
                 s == 0 ? static_cast<uint32_t>(len) : chunk);
     c.tx_slots[slot] = TxSlot{
         true, s == 0, false, static_cast<uint8_t>(s == 0 ? nextras : 0), false, rx_page != nullptr};
-    c.tx_rx_pages_in_flight += rx_page != nullptr;
+    if (rx_page) {
+      ++c.tx_rx_pages_in_flight;
+      c.tx_reclaim_below = kRingSize + 1;
+    }
     c.tx.commit_request();
     if (s == 0 && gso) {
       ++c.tx_extras_in_flight;

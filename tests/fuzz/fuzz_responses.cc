@@ -466,7 +466,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (split) (void)w.backend_evt->unbind(rx_port);
   // Nobody mapped anything: every page must come back.
   // An RX pool whose pages were still kept is retired, not ended (q.reset() ends it).
-  const uint32_t rx_pages = t.rx_pages_kept ? 0 : QueueImpl::kRxPoolSlots;
+  const uint32_t rx_pages =
+      t.rx_pages_kept ? 0 : (zero_copy ? QueueImpl::kRxPoolSlotsMax : QueueImpl::kRxPoolSlots);
   if (t.pages.pages != 2 + QueueImpl::kTxPoolSlots + rx_pages ||
       t.pages.returned != t.pages.pages || t.pages.still_mapped != 0) {
     std::fprintf(stderr, "fuzz: pages %u returned %u still mapped %u\n", t.pages.pages,

@@ -147,7 +147,7 @@ check_pmd_offloads() {
     # port's connection a domain of its own, and a grant means something only in the domain
     # that made it: port 1 copies them out (on Xen both vifs are one domU's, and it sends
     # them by their grants: e2e tcp-through-domu). What arrives is right, and every page
-    # comes back (the last 128 packets could not be kept otherwise).
+    # comes back (with 256 pages held and none back, the next packets would be copied).
     FWD_DEVARGS0=",zerocopy=1" FWD_DEVARGS1=",zerocopy=1"
     offload_case pmd-fwd-tso-zerocopy "--proto tcp" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" \
       "$n TSO packets of 65535 bytes through xpv-fwd with zerocopy=1: received into port 0's granted pages ($n kept), copied out of port 1 (another simulated domain's grants), cut by netback for the sink, every checksum and byte right" \
