@@ -453,6 +453,16 @@ class XpvBindTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("--set-grant-limit 1000 is below the 2056 grants 4 queue(s) need", err)
 
+    def test_prepare_counts_the_zerocopy_pool(self):
+        # zerocopy=1: 256 RX pages more per queue (src/netfront's kRxLendSlots).
+        rc, out, err = self.run_tool("--prepare", "--queues", "2", "--zerocopy", "--set-grant-limit")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.g.read("sys/module/xen_gntalloc/parameters/limit"), "1540")
+        self.assertIn("grants: gntalloc limit 1540, 2 queue(s) need 1540 (770 each)", out)
+        rc, _, err = self.run_tool("--status", "--zerocopy")
+        self.assertEqual(rc, 2)
+        self.assertIn("--zerocopy goes with --prepare", err)
+
     def test_prepare_leaves_a_mounted_xenfs_and_one_queue_fits_the_default(self):
         self.g.write("proc/mounts", "xenfs /proc/xen xenfs rw,relatime 0 0\n")
         rc, out, err = self.run_tool("--prepare")
