@@ -56,6 +56,20 @@ struct ZeroCopy : HostileBackend {
     }
     return all;
   }
+  // One `len`-byte packet received, kept, and sent on by its page's grant
+  // (the request at TX ring index 0); `ref`: the grant the backend got
+  // for that RX page. The application still holds it.
+  Kept receive_and_forward_one(int16_t len, grant_ref_t* ref = nullptr) {
+    const auto refs = answer_rx_packets(0, 1, len);
+    if (ref) *ref = refs[0];
+    const auto kept = receive_keeping(1);
+    EXPECT_EQ(kept.size(), 1u);
+    if (kept.size() != 1 || !kept[0].loans) return {};
+    TxSegment seg{kept[0].data, static_cast<uint32_t>(len), kept[0].loans};
+    TxPacket p{&seg, 1};
+    EXPECT_EQ(q->api().transmit(std::span<const TxPacket>(&p, 1)), 1);
+    return kept[0];
+  }
   // One receive call that finds nothing: the refill that takes released
   // pages back runs at its end.
   void refill() {
@@ -133,21 +147,17 @@ TEST_F(ZeroCopy, AsManyPagesAsTheRingHoldsAreKeptAndTheRingStaysFull) {
 // until that request's response, even after the application let go.
 TEST_F(ZeroCopy, AKeptPageIsSentByItsGrantAndHeldUntilItsResponse) {
   open_zero_copy();
-  const auto refs = answer_rx_packets(0, 1, 100);
-  const auto kept = receive_keeping(1);
-  ASSERT_EQ(kept.size(), 1u);
-  ASSERT_NE(kept[0].loans, nullptr);
-  TxSegment seg{kept[0].data, 100, kept[0].loans};
-  TxPacket p{&seg, 1};
-  ASSERT_EQ(q->api().transmit(std::span<const TxPacket>(&p, 1)), 1);
+  grant_ref_t ref = 0;
+  const Kept kept = receive_and_forward_one(100, &ref);
+  ASSERT_NE(kept.loans, nullptr);
   const netif::TxRequest req = txe()[0].req;
-  EXPECT_EQ(req.gref, refs[0]) << "the RX page's own grant";
+  EXPECT_EQ(req.gref, ref) << "the RX page's own grant";
   EXPECT_EQ(req.offset, 0u);
   EXPECT_EQ(req.size, 100u);
   EXPECT_EQ(q->counters().tx_by_rx_grant, 1u);
   EXPECT_EQ(q->accounting().tx_slots_by_rx_grant, 1u);
   // The application lets go; the request still holds the page.
-  rx_loan_release(kept[0].loans, kept[0].data);
+  rx_loan_release(kept.loans, kept.data);
   refill();
   EXPECT_EQ(q->accounting().rx_buffers_kept, 1u);
   answer_tx(0, netif::kRspOkay);
@@ -167,14 +177,9 @@ TEST_F(ZeroCopy, AKeptPageIsSentByItsGrantAndHeldUntilItsResponse) {
 TEST_F(ZeroCopy, TheNextTransmitInPollModeHandsBackAnsweredKeptPages) {
   open_zero_copy();
   ASSERT_EQ(q->mode(), QueueMode::kPoll);
-  answer_rx_packets(0, 1, 100);
-  const auto kept = receive_keeping(1);
-  ASSERT_EQ(kept.size(), 1u);
-  ASSERT_NE(kept[0].loans, nullptr);
-  TxSegment seg{kept[0].data, 100, kept[0].loans};
-  TxPacket p{&seg, 1};
-  ASSERT_EQ(q->api().transmit(std::span<const TxPacket>(&p, 1)), 1);
-  rx_loan_release(kept[0].loans, kept[0].data);
+  const Kept kept = receive_and_forward_one(100);
+  ASSERT_NE(kept.loans, nullptr);
+  rx_loan_release(kept.loans, kept.data);
   answer_tx(0, netif::kRspOkay);
   publish_tx(1);
   // The next burst: an ordinary packet, the TX ring all but empty.
