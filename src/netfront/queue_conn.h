@@ -87,6 +87,9 @@ struct QueueImpl::Conn {
   uint32_t staged_head = 0;
   uint32_t staged_tail = 0;
   bool has_staged() const { return staged_tail != staged_head; }
+  // The entries at free-running FIFO positions.
+  RxFrag& frag_at(uint32_t i) { return frags[i % frags.size()]; }
+  RxStaged& staged_at(uint32_t i) { return staged[i % staged.size()]; }
   // The packet being assembled from several responses.
   bool asm_active = false;
   bool asm_bad = false;

@@ -60,9 +60,9 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
     RxFragment frags[kMaxRxFrags];
     BufferPool& pool = *c.rx_pool;
     while (n < max && c.has_staged()) {
-      const RxStaged& s = c.staged[c.staged_tail % kRxPoolSlotsMax];
+      const RxStaged& s = c.staged_at(c.staged_tail);
       for (uint16_t f = 0; f < s.nfrags; ++f) {
-        const RxFrag& fr = c.frags[(s.first_frag + f) % kRxPoolSlotsMax];
+        const RxFrag& fr = c.frag_at(s.first_frag + f);
         frags[f] = {pool.data(fr.slot) + fr.offset, fr.len};
       }
       RxLoans* const loans =
@@ -73,7 +73,7 @@ uint16_t QueueImpl::receive(uint16_t max, Queue::Deliver fn, void* ctx) {
       if (v == RxVerdict::kStop) return false;
       const bool kept = v == RxVerdict::kKept && loans;
       for (uint16_t f = 0; f < s.nfrags; ++f) {
-        const uint32_t slot = c.frags[(s.first_frag + f) % kRxPoolSlotsMax].slot;
+        const uint32_t slot = c.frag_at(s.first_frag + f).slot;
         if (kept) {
           loans->lend(slot);  // counted below
         } else {
@@ -228,8 +228,8 @@ bool QueueImpl::handle_rx_responses(Direct* direct) {
           }
           dmax = dn;  // the caller is full, or this packet is staged: stage the rest
           const uint32_t f = c.frag_head++;
-          c.frags[f % kRxPoolSlotsMax] = {slot, r.offset, static_cast<uint16_t>(len)};
-          c.staged[c.staged_head++ % kRxPoolSlotsMax] = {f, 1, r.flags, len, 0, 0, 0, 0};
+          c.frag_at(f) = {slot, r.offset, static_cast<uint16_t>(len)};
+          c.staged_at(c.staged_head++) = {f, 1, r.flags, len, 0, 0, 0, 0};
           continue;
         }
         if (!rx_slow(idx, r, slot)) return false;
@@ -358,7 +358,7 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
       c.asm_bad = true;
       c.rx_pool->free(slot);
     } else {
-      c.frags[c.frag_head++ % kRxPoolSlotsMax] = {slot, r.offset, static_cast<uint16_t>(r.status)};
+      c.frag_at(c.frag_head++) = {slot, r.offset, static_cast<uint16_t>(r.status)};
       ++c.asm_nfrags;
       c.asm_len += static_cast<uint32_t>(r.status);
     }
@@ -370,14 +370,13 @@ bool QueueImpl::rx_slow(uint32_t idx, const netif::RxResponse& r, uint16_t slot)
     c.asm_active = false;
     if (c.asm_bad || c.asm_len == 0) {
       for (uint32_t f = c.asm_first; f != c.frag_head; ++f) {
-        c.rx_pool->free(c.frags[f % kRxPoolSlotsMax].slot);
+        c.rx_pool->free(c.frag_at(f).slot);
       }
       c.frag_head = c.asm_first;
       count(c.asm_error_status ? kCounter_rx_errors : kCounter_rx_dropped);
     } else {
-      c.staged[c.staged_head++ % kRxPoolSlotsMax] = {
-          c.asm_first,    c.asm_nfrags,   c.asm_flags,     c.asm_len,
-          c.asm_gso_size, c.asm_gso_type, c.asm_hash_type, c.asm_hash};
+      c.staged_at(c.staged_head++) = {c.asm_first,    c.asm_nfrags,   c.asm_flags,     c.asm_len,
+                                      c.asm_gso_size, c.asm_gso_type, c.asm_hash_type, c.asm_hash};
     }
   }
   return true;
