@@ -14,7 +14,9 @@
 #      xpv-netback, also with --fault late-tx-rsp
 #   5. what bounds throughput: callgrind of xpv-netback's worker per packet,
 #      with static grants and with grant copies (--no-static-grants)
-#   6. the real-Xen figures of `make e2e-xen` when it has run
+#   6. real Xen: TCP through a PV domU (scripts/e2e-xen.sh, check tcp-through-domu
+#      alone, five rounds: the medians the TCP targets judge; about 15 minutes),
+#      and the other figures of the last `make e2e-xen` when it has run
 #   7. wake-up latency from sleep: l3fwd-power --interrupt-only over net_xenpv,
 #      first frame in to first frame out, after idle and without
 #
@@ -28,6 +30,10 @@
 #                    logs in BUILD/bench-logs-wakeup/
 #     --only nbprof  only xpv-netback's profiles (5.), both modes, their table
 #                    printed, no report; logs in BUILD/bench-logs-nbprof/
+#     --only xentcp  only the real-Xen TCP rounds (6.), their line printed, no
+#                    report; logs in BUILD/bench-logs-xentcp/
+#     --no-xen       no real-Xen TCP run (6.): the TCP targets are judged on the
+#                    last make e2e-xen's one round (--quick implies it)
 #
 # Raw logs stay in BUILD/bench-logs/ (not for committing). Timings on a shared
 # 2-core VM are noisy: compare ratios measured in the same run only.
@@ -49,6 +55,7 @@ WARM=2  # seconds of forwarding not counted (ramp-up) before the measured ones
 QUICK=0
 ONLY=
 WAKE_ROUNDS=200
+XEN_TCP_ROUNDS=5  # rounds of the real-Xen TCP runs (0: none)
 while (($#)); do
   case "$1" in
     --build) BUILD=${2:?--build needs a directory}; shift 2 ;;
@@ -56,8 +63,9 @@ while (($#)); do
     --seconds) SECS=${2:?--seconds needs a number}; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --only) ONLY=${2:?--only needs a name}; shift 2
-      [[ $ONLY == wakeup || $ONLY == seed || $ONLY == tcp || $ONLY == sgrants || $ONLY == nbprof ]] ||
-        { echo "bench: --only '$ONLY': expected wakeup, seed, tcp, sgrants or nbprof" >&2; exit 2; } ;;
+      [[ $ONLY =~ ^(wakeup|seed|tcp|sgrants|nbprof|xentcp)$ ]] ||
+        { echo "bench: --only '$ONLY': expected wakeup, seed, tcp, sgrants, nbprof or xentcp" >&2; exit 2; } ;;
+    --no-xen) XEN_TCP_ROUNDS=0; shift ;;
     -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -67,6 +75,7 @@ if ((QUICK)); then
   SECS=3 MQ_SECS=3 EVT_SECS=3 NB_PROF_SECS=4 CG_PACKETS=8192 WARM=1 WAKE_ROUNDS=50
   SEED_SECS=3 SEED_PAIRS=2
   TCP_SECS=3 TCP_PAIRS=1
+  XEN_TCP_ROUNDS=0
 fi
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 [[ $OUT = /* ]] || OUT=$ROOT/$OUT
@@ -411,6 +420,35 @@ if [[ $ONLY == tcp ]]; then
   printf '\n[bench %4ss] done (--only tcp: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
   exit $((FAILED > 0))
 fi
+# ---------------------------------------------------------------------------
+# TCP through a PV domU on real Xen: scripts/e2e-xen.sh runs check tcp-through-domu (and the
+# checks it builds on) alone, with XEN_TCP_ROUNDS rounds of the four runs that the on/kernel
+# targets compare (kernel bridge, testpmd, xpv-fwd, xpv-fwd zero-copy), so that the report
+# judges the medians of this bench's rounds: make test's e2e run does one round, each way
+# once, and one round's ratio can flip on these machines.
+XEN_TCP_CHECKS="guest-type payload-mounted packages-installed xen-devices vifs-untouched kernel-netfront-ping tcp-through-domu"
+xentcp_step() {
+  local log=$LOGS/e2e-tcp.log rc
+  step "real Xen: TCP through a PV domU, $XEN_TCP_ROUNDS rounds (scripts/e2e-xen.sh, tcp-through-domu alone)"
+  rm -f "$log"
+  XPV_E2E_GUEST_TYPES=pv XPV_E2E_TCP_ROUNDS=$XEN_TCP_ROUNDS XPV_E2E_ONLY=$XEN_TCP_CHECKS \
+    "$ROOT/scripts/e2e-xen.sh" --build "$BUILD" --log "$log" --timeout 2400 >"$LOGS/e2e-tcp.out" 2>&1
+  rc=$?
+  if grep -q "^CHECK tcp-through-domu PASS" "$log" 2>/dev/null; then
+    record kind=e2e_tcp log="$log" rounds="$XEN_TCP_ROUNDS"
+    info "$(grep -oE "[0-9]+ rounds, kernel bridge/[^;]*" "$log" | head -n 1)"
+  else
+    record kind=e2e_tcp log=
+    fail "the real-Xen TCP run failed (exit $rc): $(grep -hE '^CHECK .* FAIL' "$log" "$LOGS/e2e-tcp.out" 2>/dev/null |
+      head -n 3 | cut -c1-300 | tr '\n' ' ')(see $LOGS/e2e-tcp.out)"
+  fi
+}
+if [[ $ONLY == xentcp ]]; then
+  ((XEN_TCP_ROUNDS > 0)) || die "--only xentcp with --no-xen or --quick: nothing to run"
+  xentcp_step
+  printf '\n[bench %4ss] done (--only xentcp: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
+  exit $((FAILED > 0))
+fi
 if [[ $ONLY == wakeup ]]; then
   wakeup_step
   printf '\n[bench %4ss] done (--only wakeup: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
@@ -684,6 +722,8 @@ nbprof_step
 wakeup_step
 
 tcp_step
+
+((XEN_TCP_ROUNDS > 0)) && xentcp_step
 
 # ---------------------------------------------------------------------------
 step "real Xen: make e2e-xen results"

@@ -2,15 +2,18 @@
 # make e2e-xen: Xen 4.17 in QEMU, Linux netback in dom0, our frontend in a PV domU.
 # Assembles the payload from the build (test binaries, the PMD, the example) and the checks in
 # e2e/xen/checks/, runs e2e/xen/run.sh, and prints the CHECK lines of the result log.
-#   scripts/e2e-xen.sh [--build DIR] [--timeout SECONDS]
+#   scripts/e2e-xen.sh [--build DIR] [--timeout SECONDS] [--log FILE]
+#     --log FILE   the result log (default BUILD/e2e-xen/e2e.log, which make bench reads)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BUILD=build
 TIMEOUT=3300  # seconds, QEMU start to power-off: what fits CI's 90 minutes after the other suites
+LOG=
 while (($#)); do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
+    --log) LOG=${2:?--log needs a file}; shift 2 ;;
     *) echo "e2e-xen: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -72,8 +75,24 @@ if [[ -n ${XPV_E2E_ONLY:-} ]]; then
     { echo "CHECK e2e-payload FAIL XPV_E2E_ONLY='$XPV_E2E_ONLY': want check names separated by spaces"; exit 1; }
   sed -i "s/^XPV_E2E_ONLY=.*/XPV_E2E_ONLY=\"$XPV_E2E_ONLY\"/" "$PAYLOAD/checks/lib.sh"
 fi
+# The checks' numeric knobs (defaults in the checks, see e2e/xen/README.md; e.g.
+# XPV_E2E_TCP_ROUNDS=5 for tcp-through-domu's rounds, as make bench runs it): the guests do not
+# inherit this environment, so the ones set go in checks/knobs.env, which lib.sh reads.
+KNOBS=(XPV_E2E_CHAOS_ROUNDS XPV_E2E_CHAOS_L3FWD_ROUNDS XPV_E2E_L3FWD_ROUNDS XPV_E2E_SEED_EVENTS
+  XPV_E2E_SEED_EVENTS_SECONDS XPV_E2E_SEED_SECONDS XPV_E2E_TRAFFIC_SECONDS XPV_E2E_TCP_ROUNDS
+  XPV_E2E_TCP_SECONDS)
+: >"$PAYLOAD/checks/knobs.env"
+for v in "${KNOBS[@]}" XPV_E2E_AF_XDP; do
+  [[ -n ${!v:-} ]] || continue
+  if [[ $v == XPV_E2E_AF_XDP ]]; then
+    [[ ${!v} =~ ^[01]$ ]] || { echo "CHECK e2e-payload FAIL $v='${!v}': want 0 or 1"; exit 1; }
+  else
+    [[ ${!v} =~ ^[1-9][0-9]{0,5}$ ]] || { echo "CHECK e2e-payload FAIL $v='${!v}': want a whole number from 1 to 999999"; exit 1; }
+  fi
+  echo "$v=${!v}" >>"$PAYLOAD/checks/knobs.env"
+done
 chmod -R a+rX,go-w "$PAYLOAD"
-LOG=$BUILD/e2e-xen/e2e.log
+LOG=${LOG:-$BUILD/e2e-xen/e2e.log}
 mkdir -p "$(dirname "$LOG")"
 e2e/xen/run.sh --payload "$PAYLOAD" --log "$LOG" --timeout "$TIMEOUT"
 rc=$?

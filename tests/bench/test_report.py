@@ -57,6 +57,19 @@ class StaticGrantsRatio(unittest.TestCase):
         self.assertIsNone(report.sgrants_summary({"sgrants": {}}))
 
 
+class RealXenTcpLine(unittest.TestCase):
+    E2E = "CHECK tcp-through-domu PASS ... 1 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy ..."
+    OWN = "CHECK tcp-through-domu PASS ... 5 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy ..."
+
+    def test_the_bench_judges_its_own_rounds_over_make_tests_one(self):
+        R = {"e2e": {"tcp": [self.E2E]}, "e2e_tcp": {"tcp": [self.OWN], "rounds": "5"}}
+        self.assertEqual(report.xen_tcp_lines(R), [self.OWN])
+
+    def test_without_its_own_run_the_last_e2e_line_is_judged(self):
+        self.assertEqual(report.xen_tcp_lines({"e2e": {"tcp": [self.E2E]}, "e2e_tcp": None}), [self.E2E])
+        self.assertEqual(report.xen_tcp_lines({"e2e": None}), [])
+
+
 if __name__ == "__main__":
     sys.exit(check_lines.run(unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]),
                              "bench-report"))

@@ -23,6 +23,12 @@ XPV_RPC_TIMEOUT=${XPV_RPC_TIMEOUT:-300}      # seconds a domU waits for dom0 to 
 # Only these checks run when set (words of check names; scripts/e2e-xen.sh writes it from the
 # environment's XPV_E2E_ONLY): a short run while developing a check. Name its prerequisites too.
 XPV_E2E_ONLY=""
+# The checks' numeric knobs (XPV_E2E_CHAOS_ROUNDS and the like, defaults in the checks) as the
+# environment of scripts/e2e-xen.sh set them: the guests do not inherit it.
+if [[ -f $XPV_CHECKS_DIR/knobs.env ]]; then
+    # shellcheck source=/dev/null
+    . "$XPV_CHECKS_DIR/knobs.env"
+fi
 mkdir -p "$XPV_RUN_DIR"
 
 # Process starts are expensive in emulated PV guests: wait with xenstore watches, not polling,
