@@ -56,18 +56,6 @@ fi
 if [[ -n ${XPV_E2E_NONPV_XL:-} ]]; then
   sed -i "s/^XPV_E2E_NONPV_XL=.*/XPV_E2E_NONPV_XL=\"$XPV_E2E_NONPV_XL\"/" "$PAYLOAD/checks/dom0.sh"
 fi
-# l3fwd-power's interrupt check in the PVH/HVM domUs (on unless XPV_E2E_NONPV_L3FWD=0).
-if [[ ${XPV_E2E_NONPV_L3FWD:-1} == 0 ]]; then
-  sed -i 's/^    XPV_E2E_NONPV_L3FWD=1$/    XPV_E2E_NONPV_L3FWD=0/' "$PAYLOAD/checks/domu.sh"
-fi
-# net_af_xdp over the kernel netfront in the HVM domU (on unless XPV_E2E_NONPV_AF_XDP=0).
-if [[ ${XPV_E2E_NONPV_AF_XDP:-1} == 0 ]]; then
-  sed -i 's/^    XPV_E2E_NONPV_AF_XDP=1$/    XPV_E2E_NONPV_AF_XDP=0/' "$PAYLOAD/checks/domu.sh"
-fi
-# RSS through Linux netback (check rss-linux-netback, PV domU): on unless XPV_E2E_RSS=0.
-if [[ ${XPV_E2E_RSS:-1} == 0 ]]; then
-  sed -i 's/^XPV_E2E_RSS=1$/XPV_E2E_RSS=0/' "$PAYLOAD/checks/domu.sh"
-fi
 # Only the named checks (words; e.g. XPV_E2E_ONLY="handshake-unbound-vif testpmd-net-xenpv"), for a
 # short run while developing one: the result is not a full e2e run.
 if [[ -n ${XPV_E2E_ONLY:-} ]]; then
@@ -75,16 +63,18 @@ if [[ -n ${XPV_E2E_ONLY:-} ]]; then
     { echo "CHECK e2e-payload FAIL XPV_E2E_ONLY='$XPV_E2E_ONLY': want check names separated by spaces"; exit 1; }
   sed -i "s/^XPV_E2E_ONLY=.*/XPV_E2E_ONLY=\"$XPV_E2E_ONLY\"/" "$PAYLOAD/checks/lib.sh"
 fi
-# The checks' numeric knobs (defaults in the checks, see e2e/xen/README.md; e.g.
-# XPV_E2E_TCP_ROUNDS=5 for tcp-through-domu's rounds, as make bench runs it): the guests do not
-# inherit this environment, so the ones set go in checks/knobs.env, which lib.sh reads.
+# The checks' numeric knobs and on/off switches (defaults in the checks, see e2e/xen/README.md;
+# e.g. XPV_E2E_TCP_ROUNDS=5 for tcp-through-domu's rounds, as make bench runs it; XPV_E2E_RSS=0
+# leaves rss-linux-netback out): the guests do not inherit this environment, so the ones set go
+# in checks/knobs.env, which lib.sh reads.
 KNOBS=(XPV_E2E_CHAOS_ROUNDS XPV_E2E_CHAOS_L3FWD_ROUNDS XPV_E2E_L3FWD_ROUNDS XPV_E2E_SEED_EVENTS
   XPV_E2E_SEED_EVENTS_SECONDS XPV_E2E_SEED_SECONDS XPV_E2E_TRAFFIC_SECONDS XPV_E2E_TCP_ROUNDS
   XPV_E2E_TCP_SECONDS)
 : >"$PAYLOAD/checks/knobs.env"
-for v in "${KNOBS[@]}" XPV_E2E_AF_XDP; do
+SWITCHES=(XPV_E2E_AF_XDP XPV_E2E_NONPV_AF_XDP XPV_E2E_NONPV_L3FWD XPV_E2E_RSS)
+for v in "${KNOBS[@]}" "${SWITCHES[@]}"; do
   [[ -n ${!v:-} ]] || continue
-  if [[ $v == XPV_E2E_AF_XDP ]]; then
+  if [[ " ${SWITCHES[*]} " == *" $v "* ]]; then
     [[ ${!v} =~ ^[01]$ ]] || { echo "CHECK e2e-payload FAIL $v='${!v}': want 0 or 1"; exit 1; }
   else
     [[ ${!v} =~ ^[1-9][0-9]{0,5}$ ]] || { echo "CHECK e2e-payload FAIL $v='${!v}': want a whole number from 1 to 999999"; exit 1; }

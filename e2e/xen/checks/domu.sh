@@ -919,12 +919,10 @@ if [[ $GUEST_TYPE != pv ]]; then
     # net_af_xdp over the kernel netfront, which the PV MMU refuses: in the HVM domU, with
     # the testpmd above gone (both at once exhausted the guest's memory: the OOM killer took
     # net_xenpv's testpmd). XPV_E2E_NONPV_AF_XDP=0 make e2e-xen leaves it out.
-    XPV_E2E_NONPV_AF_XDP=1
-    [[ $XPV_E2E_NONPV_AF_XDP == 1 && $GUEST_TYPE == hvm ]] && xpv_run_checks kernel-af-xdp
+    [[ ${XPV_E2E_NONPV_AF_XDP:-1} == 1 && $GUEST_TYPE == hvm ]] && xpv_run_checks kernel-af-xdp
     xpv_run_checks event-mode
     # DPDK's rx interrupts in this guest type (XPV_E2E_NONPV_L3FWD=0 make e2e-xen leaves it out).
-    XPV_E2E_NONPV_L3FWD=1
-    [[ $XPV_E2E_NONPV_L3FWD == 1 ]] && l3fwd_checks l3fwd-power-interrupt
+    [[ ${XPV_E2E_NONPV_L3FWD:-1} == 1 ]] && l3fwd_checks l3fwd-power-interrupt
     exit 0
 fi
 xpv_run_checks guest-type payload-mounted packages-installed xen-devices vifs-untouched xen-platform-tests \
@@ -942,7 +940,6 @@ else
 fi
 xpv_run_checks app-sigkill-restart tcp-through-domu
 # RSS through Linux netback's control ring, 4 queues (XPV_E2E_RSS=0 make e2e-xen leaves it out).
-XPV_E2E_RSS=1
-[[ $XPV_E2E_RSS == 1 ]] && xpv_run_checks rss-linux-netback
+[[ ${XPV_E2E_RSS:-1} == 1 ]] && xpv_run_checks rss-linux-netback
 xpv_run_checks seed-experiment event-mode
 XPV_CHECK_TIMEOUT=1800 l3fwd_checks l3fwd-power-interrupt l3fwd-power-reattach
