@@ -117,7 +117,7 @@ check_l3fwd_power_reattach() {
         out=$(vif1_reattach "$VIF1_MAC" l3fwd) || fail "round $r: $out"
         [[ $out == *"forwarded 1/1"* ]] || fail "round $r: nothing forwarded after the attach: $out"
         # Asleep again (300 empty polls), then a round must wake it and come back whole.
-        sleep 0.5
+        nap 0.5
         w0=$(wake_ups "$L3_LOG")
         out=$(l3fwd_forwards "$L3FWD_FRAMES") || fail "round $r: $out"
         w1=$(wake_ups "$L3_LOG")

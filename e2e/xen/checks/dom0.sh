@@ -199,51 +199,43 @@ EOF
 
 # action_l3fwd_round DEVID VIFMAC COUNT GAP_MS [first]: COUNT IPv4/UDP frames to 1.1.1.1 into the
 # domU through vif<domid>.<devid>, GAP_MS apart, each sent once the one before came back (or 1 s
-# passed): l3fwd-power forwards them out of the same port (1.1.1.0/24 is its port 0) from VIFMAC
-# with TTL 63. Prints "forwarded K/COUNT latency_us L1,L2,..." (send to forwarded copy back, per
-# frame). With "first": stops at the first frame that comes back (up to COUNT tries), which
-# must come back.
+# passed): l3fwd-power forwards them out of the same port from VIFMAC with TTL 63. Prints
+# "forwarded K/COUNT latency_us L1,L2,..." (send to forwarded copy back, per frame). With
+# "first": stops at the first frame that comes back (up to COUNT tries), which must come back.
+# The round is l3fwd_sender.py's, which stays up across rounds (started here when it is not).
+L3FWD_SENDER=$XPV_RUN_DIR/l3fwd-sender
+l3fwd_sender_up() {
+    local pid
+    pid=$(cat "$L3FWD_SENDER/pid" 2>/dev/null) && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && return 0
+    mkdir -p "$L3FWD_SENDER" && rm -f "$L3FWD_SENDER/req" "$L3FWD_SENDER/resp" &&
+        mkfifo "$L3FWD_SENDER/req" "$L3FWD_SENDER/resp" || return 1
+    # Not tied to this action's output, which its caller reads to the end.
+    python3 "$XPV_CHECKS_DIR/l3fwd_sender.py" "$L3FWD_SENDER/req" "$L3FWD_SENDER/resp" \
+        >>"$L3FWD_SENDER/log" 2>&1 </dev/null &
+    echo $! >"$L3FWD_SENDER/pid"
+}
 action_l3fwd_round() {
-    python3 - "vif$XPV_DOMID.$1" "$2" "$3" "$4" "${5:-all}" <<'EOF'
-import select, socket, struct, sys, time
-ifc, mac, n, gap = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', '')), int(sys.argv[3]), int(sys.argv[4]) / 1000.0
-first = sys.argv[5] == 'first'
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL: see action_echo
-s.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
-s.bind((ifc, 0))
-def csum(b):
-    x = sum(struct.unpack('!10H', b))
-    x = (x & 0xffff) + (x >> 16)
-    return ~((x & 0xffff) + (x >> 16)) & 0xffff
-def frame(i):
-    payload = b'XPVL' + struct.pack('!I', i) + bytes(18)
-    udp = struct.pack('!HHHH', 40000, 9, 8 + len(payload), 0) + payload
-    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0,
-                     socket.inet_aton('10.99.0.1'), socket.inet_aton('1.1.1.1'))
-    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
-    return mac + bytes.fromhex('020000000001') + b'\x08\x00' + ip + udp
-lat = []
-for i in range(n):
-    t0 = time.monotonic()
-    s.send(frame(i))
-    while True:
-        left = t0 + 1.0 - time.monotonic()
-        if left <= 0 or not select.select([s], [], [], left)[0]:
-            break
-        f = s.recv(2048)
-        if f[6:12] == mac and f[12:14] == b'\x08\x00' and f[22] == 63 and f[42:50] == b'XPVL' + struct.pack('!I', i):
-            lat.append(time.monotonic() - t0)
-            break
-    if first and lat:
-        print("forwarded 1/1 after %d tries latency_us %.0f" % (i + 1, lat[0] * 1e6))
-        sys.exit(0)
-    time.sleep(gap)
-if first:
-    print("forwarded 0/1 after %d tries" % n)
-    sys.exit(1)
-print("forwarded %d/%d latency_us %s" % (len(lat), n, ",".join("%.0f" % (x * 1e6) for x in lat)))
-sys.exit(0 if len(lat) == n else 1)
-EOF
+    local token=$BASHPID.$EPOCHREALTIME limit rc text req resp tok
+    l3fwd_sender_up || { echo "cannot start the l3fwd sender in $L3FWD_SENDER"; return 1; }
+    # Both FIFOs opened read-write: neither open waits for the sender, and the request stays in
+    # its pipe until the sender reads it. An answer of an earlier request that gave up waiting
+    # may come first: only this token's counts.
+    exec {req}<>"$L3FWD_SENDER/req" {resp}<>"$L3FWD_SENDER/resp"
+    printf '%s %s %s %s %s %s\n' "$token" "vif$XPV_DOMID.$1" "$2" "$3" "$4" "${5:-all}" >&"$req"
+    # Each frame waits 1 s at most, then its gap; 30 s more for the sender's own start.
+    limit=$(($3 * (1000 + $4) / 1000 + 30))
+    local end=$((SECONDS + limit)) answered=0
+    while ((SECONDS < end)) && read -r -t $((end - SECONDS)) -u "$resp" tok rc text; do
+        [[ $tok == "$token" ]] && { answered=1; break; }
+    done
+    exec {req}>&- {resp}<&-
+    if ((!answered)); then
+        echo "no answer from the l3fwd sender within ${limit}s: $(tail -n 2 "$L3FWD_SENDER/log" 2>/dev/null | tr '\n' ' ')"
+        return 124
+    fi
+    echo "$text"
+    [[ $rc =~ ^[0-9]+$ ]] || rc=1
+    return "$rc"
 }
 
 # action_detach DEVID / action_attach DEVID MAC: the backend goes away and comes back (what
