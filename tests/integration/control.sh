@@ -32,6 +32,7 @@ check_control_reset_loop() {
     nb_stop $NB_PID
     return
   fi
+  disown "$NB_PID"  # the restarter kills it: no "Killed" report in the log
   restarter ctl loopback 1 8 $NB_PID &
   local rs=$!
   # All rounds in one write: testpmd runs them back to back. A reset waits

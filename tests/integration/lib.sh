@@ -40,10 +40,20 @@ nb_start() {
   return 1
 }
 
-# nb_stop PID: clean shutdown (SIGTERM); returns its exit code.
+# nb_stop PID: clean shutdown (SIGTERM); returns its exit code. A backend
+# started by a subshell (a restarter) is not this shell's child: wait cannot
+# reap it (127), so this polls until it is gone, at most 10 s (1 if it stays).
 nb_stop() {
   kill -TERM "$1" 2>/dev/null
-  wait "$1"
+  local rc=0
+  wait "$1" 2>/dev/null || rc=$?
+  ((rc == 127)) || return $rc
+  local i
+  for ((i = 0; i < 200; i++)); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.05
+  done
+  return 1
 }
 
 # json FILE EXPR: evaluates a python expression over the JSON document `d`;

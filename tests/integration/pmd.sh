@@ -125,6 +125,7 @@ check_restart_lsc() {
   local name=pmd-backend-restart
   nb_start tprs --mode sink || { fail $name "netback did not start"; return; }
   local nb=$NB_PID
+  disown $nb  # killed by the subshell below: no "Killed" report in the log
   (
     sleep 6
     kill -KILL $nb
