@@ -16,7 +16,7 @@ RSS_KEY2=0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232
 rss_burst() {
   local from
   from=$(stat -c %s "$TS_LOG")
-  ts_cmd "start tx_first"
+  ts_send "start tx_first"  # its prompt may be split by the packets printed
   sleep 1
   ts_cmd "stop"
   RSS_SEEN=$(tail -c +$((from + 1)) "$TS_LOG" | grep -o "RSS hash=0x[0-9a-f]* .*Receive queue=0x[0-9a-f]*" |

@@ -24,6 +24,12 @@ ts_start() {
   wait_log "$TS_LOG" "testpmd> " "$TS_PID" 400
 }
 
+# ts_send COMMAND: sends one command without waiting for its prompt. For
+# "start" with verbose output on: testpmd writes its prompt apart from the
+# lines the forwarding lcore prints, which can split it ("test" + "port 0/queue
+# 0: received 16 packets"), and ts_cmd would wait its whole 30 s for it.
+ts_send() { printf '%s\n' "$1" >&8; }
+
 # ts_cmd COMMAND: runs one command and waits for the next prompt; its output
 # is in TS_OUT.
 ts_cmd() {
