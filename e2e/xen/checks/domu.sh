@@ -255,6 +255,21 @@ tp() {
     tail -n +"$((lines + 1))" "$TP_LOG"
 }
 
+# tp_until CMD REGEX [TIMEOUT]: sends CMD and waits until the log's lines after it match REGEX
+# (grep -E), not for the next prompt: with verbose output on, testpmd's prompt (written a
+# character at a time) can be split by a packet line the forwarding lcore prints ("test" +
+# "port 0/queue 1: received 1 packets"), and tp would wait out its whole timeout.
+tp_until() {
+    local start=$SECONDS lines
+    lines=$(wc -l <"$TP_LOG")
+    echo "$1" >&7
+    until tail -n +"$((lines + 1))" "$TP_LOG" | grep -qE "$2"; do
+        kill -0 "$TP_PID" 2>/dev/null || { echo "testpmd died"; return 1; }
+        ((SECONDS - start > ${3:-120})) && { echo "testpmd did not answer '$1' with /$2/"; return 1; }
+        sleep 0.5
+    done
+}
+
 # nice_lcore_workers PID [NICE]: DPDK's forwarding lcores of PID (threads "rte-worker-N") at
 # nice NICE (19). They spin on the domU's one vCPU; niced, they leave it to the check scripts
 # and the kernel whenever those have work (each process start here costs tens of milliseconds
