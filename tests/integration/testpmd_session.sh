@@ -36,7 +36,7 @@ ts_cmd() {
   local before n i
   before=$(stat -c %s "$TS_LOG")
   n=$(grep -o 'testpmd> ' "$TS_LOG" | wc -l)
-  printf '%s\n' "$1" >&8
+  ts_send "$1"
   for ((i = 0; i < 600; i++)); do
     (($(grep -o 'testpmd> ' "$TS_LOG" | wc -l) > n)) && break
     kill -0 "$TS_PID" 2>/dev/null || break
@@ -46,7 +46,7 @@ ts_cmd() {
 }
 
 ts_quit() {
-  printf 'quit\n' >&8
+  ts_send quit
   exec 8>&-
   local i
   for i in $(seq 300); do kill -0 "$TS_PID" 2>/dev/null || break; sleep 0.1; done

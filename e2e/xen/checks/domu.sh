@@ -240,34 +240,24 @@ TP_FIFO=$XPV_RUN_DIR/testpmd.in
 TP_PID=
 prompts() { grep -o 'testpmd> ' "$TP_LOG" 2>/dev/null | wc -l; }
 
-# tp CMD [TIMEOUT]: one testpmd command; waits for the next prompt; prints the command's output.
+# tp CMD [TIMEOUT] [REGEX]: one testpmd command; waits for the next prompt, or with REGEX until
+# the lines after the command match it (grep -E); prints the command's output. REGEX is for
+# "start" with verbose output on: testpmd writes its prompt a character at a time, and a packet
+# line the forwarding lcore prints can split it ("test" + "port 0/queue 1: received 1 packets"),
+# so that waiting for the prompt would last the whole timeout.
 tp() {
     local before start=$SECONDS
     before=$(prompts)
     local lines
     lines=$(wc -l < "$TP_LOG")
     echo "$1" >&7
-    while (($(prompts) <= before)); do
+    until if [[ -n ${3:-} ]]; then tail -n +"$((lines + 1))" "$TP_LOG" | grep -qE "$3"
+        else (($(prompts) > before)); fi; do
         kill -0 "$TP_PID" 2>/dev/null || { echo "testpmd died"; return 1; }
-        ((SECONDS - start > ${2:-120})) && { echo "testpmd did not answer '$1'"; return 1; }
+        ((SECONDS - start > ${2:-120})) && { echo "testpmd did not answer '$1'${3:+ with /$3/}"; return 1; }
         sleep 0.5
     done
     tail -n +"$((lines + 1))" "$TP_LOG"
-}
-
-# tp_until CMD REGEX [TIMEOUT]: sends CMD and waits until the log's lines after it match REGEX
-# (grep -E), not for the next prompt: with verbose output on, testpmd's prompt (written a
-# character at a time) can be split by a packet line the forwarding lcore prints ("test" +
-# "port 0/queue 1: received 1 packets"), and tp would wait out its whole timeout.
-tp_until() {
-    local start=$SECONDS lines
-    lines=$(wc -l <"$TP_LOG")
-    echo "$1" >&7
-    until tail -n +"$((lines + 1))" "$TP_LOG" | grep -qE "$2"; do
-        kill -0 "$TP_PID" 2>/dev/null || { echo "testpmd died"; return 1; }
-        ((SECONDS - start > ${3:-120})) && { echo "testpmd did not answer '$1' with /$2/"; return 1; }
-        sleep 0.5
-    done
 }
 
 # nice_lcore_workers PID [NICE]: DPDK's forwarding lcores of PID (threads "rte-worker-N") at

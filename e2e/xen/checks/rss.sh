@@ -84,7 +84,7 @@ check_rss_linux_netback() {
     done
     tp "set fwd rxonly" >/dev/null
     tp "set verbose 1" >/dev/null
-    out=$(tp_until "start" "packet forwarding - ports=") || fail "$out"
+    out=$(tp "start" 120 "packet forwarding - ports=") || fail "$out"
     out=$(xpv_dom0 send_flows 1 "$VIF1_MAC" "$RSS_FLOWS" "$RSS_PER_FLOW") || fail "dom0: $out"
     sleep 3
     tp "stop" >/dev/null
