@@ -3,7 +3,7 @@
 // failing with the key's name and the form it expects.
 //
 //   --vdev
-//   net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000,csum=1,zerocopy=1
+//   net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000,csum=1,zerocopy=1,idle_sleep=50
 #include <rte_kvargs.h>
 
 #include <cerrno>
@@ -13,8 +13,8 @@
 #include "netfront/backend_keys.h"
 #include "xenpv.h"
 
-const char* const xenpv_valid_args[] = {"vif",   "backend", "queues",   "mac",  "split",
-                                        "speed", "csum",    "zerocopy", nullptr};
+const char* const xenpv_valid_args[] = {"vif",   "backend", "queues",   "mac",        "split",
+                                        "speed", "csum",    "zerocopy", "idle_sleep", nullptr};
 
 namespace {
 
@@ -115,6 +115,20 @@ int set_zerocopy(const char* key, const char* v, void* opaque) {
       "receive into mbufs attached to the granted pages, and send those by their grants");
 }
 
+int set_idle_sleep(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  unsigned long x = 0;
+  if (!parse_uint(v, kMaxIdleSleepUs, &x)) {
+    *c->err = xpv::format(
+        "%s='%s': expected microseconds 0..%u to sleep when the polling thread is idle (0: "
+        "never)",
+        key, v ? v : "", kMaxIdleSleepUs);
+    return -1;
+  }
+  c->out->idle_sleep_us = static_cast<uint32_t>(x);
+  return 0;
+}
+
 // netif has no link speed: the PMD reports what speed= says (as virtio's
 // speed= device argument does), one of ethdev's RTE_ETH_SPEED_NUM_* values.
 int set_speed(const char* key, const char* v, void* opaque) {
@@ -161,7 +175,8 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
       if (!known) {
         *err = xpv::format(
             "unknown device argument '%s' (valid: vif=N, backend=xen|sim:PATH, "
-            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS, csum=0|1, zerocopy=0|1)",
+            "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS, csum=0|1, zerocopy=0|1, "
+            "idle_sleep=US)",
             key.c_str());
         return false;
       }
@@ -190,9 +205,9 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
   struct {
     const char* key;
     arg_handler_t fn;
-  } handlers[] = {{"vif", set_vif},   {"backend", set_backend},  {"queues", set_queues},
-                  {"mac", set_mac},   {"split", set_split},      {"speed", set_speed},
-                  {"csum", set_csum}, {"zerocopy", set_zerocopy}};
+  } handlers[] = {{"vif", set_vif},   {"backend", set_backend},   {"queues", set_queues},
+                  {"mac", set_mac},   {"split", set_split},       {"speed", set_speed},
+                  {"csum", set_csum}, {"zerocopy", set_zerocopy}, {"idle_sleep", set_idle_sleep}};
   bool ok = true;
   for (auto& h : handlers) {
     if (rte_kvargs_process(kv, h.key, h.fn, &ctx) < 0) {

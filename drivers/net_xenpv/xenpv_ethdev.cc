@@ -794,6 +794,7 @@ int xenpv_rx_queue_setup(struct rte_eth_dev* dev, uint16_t qid, uint16_t nb_desc
   q->mp = mp;
   q->qid = qid;
   q->port_id = dev->data->port_id;
+  q->idle_sleep_us = p->args.idle_sleep_us;
   q->deferred_start = conf && conf->rx_deferred_start;
   q->offloads = (conf ? conf->offloads : 0) | dev->data->dev_conf.rxmode.offloads;
   dev->data->rx_queues[qid] = q;
@@ -1041,9 +1042,10 @@ bool xenpv_rx_filter::multicast_listed(uint64_t key) const {
   }
 }
 
-#define XENPV_PARAM_STRING                         \
-  "vif=<int> backend=xen|sim:<path> queues=<int> " \
-  "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1 zerocopy=0|1"
+#define XENPV_PARAM_STRING                                                \
+  "vif=<int> backend=xen|sim:<path> queues=<int> "                        \
+  "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1 zerocopy=0|1 " \
+  "idle_sleep=<us>"
 RTE_PMD_REGISTER_VDEV(net_xenpv, xenpv_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_xenpv, XENPV_PARAM_STRING);
 

@@ -214,6 +214,8 @@ check_devargs() {
     "backend=sim:|backend='sim:': expected 'xen' or 'sim:PATH'"
     "mac=01:02|mac='01:02': expected a MAC address"
     "split=2|split='2': expected 0 or 1"
+    "idle_sleep=1001|idle_sleep='1001': expected microseconds 0..1000"
+    "idle_sleep=-5|idle_sleep='-5': expected microseconds 0..1000"
     "vif|device argument 'vif' needs a value"
     "backend=sim:/nonexistent/xpv.sock|cannot connect to the simulated hypervisor at /nonexistent/xpv.sock"
     "backend=xen|/dev/xen does not exist"

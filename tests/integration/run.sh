@@ -3,7 +3,8 @@
 #   tests/integration/run.sh --build DIR [--asan DIR] [--only GROUP[,GROUP]]
 # Groups: netfront (xpv-netback + xpv-pktgen), pmd (dpdk-testpmd over net_xenpv),
 # offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
-# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), control
+# alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), pmd-idle-sleep
+# (pmd_idle_sleep.sh alone, also part of pmd), control
 # (control.sh alone, also part of pmd), static-grants
 # (static_grants.sh alone, also part of netfront), features (the NIC features table against the
 # driver).
@@ -76,6 +77,15 @@ if [[ $ONLY == pmd-rss ]]; then
   source tests/integration/pmd_rss.sh
   check_pmd_rss
 fi
+if [[ $ONLY == pmd-idle-sleep ]]; then
+  source scripts/pmd-path.sh
+  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
+  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
+  TP_MAC=00:16:3e:00:01:00  # as pmd.sh: the first frontend to connect is domain 1
+  source tests/integration/testpmd_session.sh
+  source tests/integration/pmd_idle_sleep.sh
+  check_pmd_idle_sleep
+fi
 if [[ $ONLY == control ]]; then
   source scripts/pmd-path.sh
   PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
@@ -104,6 +114,8 @@ if want pmd; then
     source tests/integration/control.sh
     source tests/integration/pmd_rss.sh
     check_pmd_rss
+    source tests/integration/pmd_idle_sleep.sh
+    check_pmd_idle_sleep
     if [[ -f tests/integration/hostile_xenstore.sh ]]; then
       source tests/integration/hostile_xenstore.sh
       check_hostile_pmd
