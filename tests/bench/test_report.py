@@ -70,6 +70,41 @@ class RealXenTcpLine(unittest.TestCase):
         self.assertEqual(report.xen_tcp_lines({"e2e": None}), [])
 
 
+class RealXenTcpFigures(unittest.TestCase):
+    LINE = ("CHECK tcp-through-domu PASS iperf3 TCP 10s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel "
+            "bridge 1000.0 Mbit/s; net_xenpv offloads off 200.0 Mbit/s; offloads on 600.0 Mbit/s (port 0 LRO "
+            "packets 1); on/off 3.00, on/kernel 0.60; xpv-fwd (sleeps on RX interrupts) off 250.0 Mbit/s, on "
+            "900.0 Mbit/s (LRO packets 1); 3 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/"
+            "testpmd idle_sleep=50 Mbit/s: 1000.0/600.0/900.0/950.0/800.0 1000.0/700.0/800.0/1100.0/900.0 "
+            "1000.0/500.0/1000.0/900.0/850.0, medians of the rounds' ratios: testpmd on/kernel 0.60, xpv-fwd "
+            "on/kernel 0.90, xpv-fwd zero-copy/kernel 0.95, testpmd idle_sleep=50/kernel 0.85; testpmd on with "
+            "idle_sleep=50 800.0 Mbit/s (sleeps 5000), on/kernel 0.80; xpv-fwd on with zerocopy=1 950.0 Mbit/s")
+
+    def test_each_way_is_judged_on_the_median_of_its_rounds(self):
+        X = report.xen_tcp_figures(self.LINE)
+        self.assertAlmostEqual(X["on_off"], 3.0)
+        self.assertAlmostEqual(X["on_k"], 0.60)
+        self.assertAlmostEqual(X["f_on_k"], 0.90)
+        self.assertAlmostEqual(X["z_on_k"], 0.95)
+        self.assertAlmostEqual(X["s_on_k"], 0.85)
+        self.assertIn("median of 3 rounds; kernel/testpmd/xpv-fwd/zero-copy/testpmd idle_sleep", X["on_k_shown"])
+
+    def test_a_line_from_before_idle_sleep_has_no_such_figure(self):
+        old = self.LINE.replace("/testpmd idle_sleep=50 Mbit/s", " Mbit/s").replace(
+            ", testpmd idle_sleep=50/kernel 0.85", "").split("; testpmd on with")[0]
+        old = old.replace("/800.0 ", " ").replace("/900.0 ", " ").replace("/850.0,", ",")
+        X = report.xen_tcp_figures(old)
+        self.assertIsNone(X["s_on_k"])
+        self.assertAlmostEqual(X["z_on_k"], 0.95)
+        self.assertAlmostEqual(X["on_k"], 0.60)
+
+    def test_one_round_is_its_own_figures(self):
+        one = self.LINE.replace("3 rounds", "1 rounds")
+        X = report.xen_tcp_figures(one)
+        self.assertAlmostEqual(X["on_k"], 0.60)
+        self.assertAlmostEqual(X["s_on_k"], 0.80)
+
+
 if __name__ == "__main__":
     sys.exit(check_lines.run(unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]),
                              "bench-report"))

@@ -13,6 +13,9 @@
 #   fwd-zc:       xpv-fwd with the offloads and zerocopy=1: received into mbufs attached to
 #                 the granted RX pages, sent on by those pages' grants (both vifs are this
 #                 domU's, served by dom0): no copy in the domU.
+#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=50: its lcore sleeps 50 us after 64 empty
+#                 polls in a row instead of spinning, so that the domU's vCPU leaves the
+#                 physical CPU to dom0's netback while it has nothing to forward.
 # And the kernel bridge once more beside a busy loop in the domU (nice 19): what the kernel
 # gets when the domU's one vCPU is never idle, as with testpmd. dom0's netback copies on the
 # same two physical CPUs (QEMU's), so a spinning domU takes CPU from it.
@@ -20,7 +23,7 @@
 # in either namespace (TcpInCsumErrors).
 
 TCP_SECONDS=${XPV_E2E_TCP_SECONDS:-10}  # iperf3's seconds a run
-# Rounds of kernel bridge, testpmd on, xpv-fwd on, xpv-fwd zero-copy (step 6). One by default:
+# Rounds of kernel bridge, testpmd on, xpv-fwd on, xpv-fwd zero-copy, testpmd idle_sleep (step 6). One by default:
 # what the check asserts holds in one round, and each round adds about 90 s (150 on a slow day)
 # to make test. The ratios the targets compare are make bench's, which runs this check alone
 # with five rounds (scripts/bench.sh): one run's kernel-bridge rounds alone ranged from 883 to
@@ -204,13 +207,14 @@ tcp_kernel_down() {
     done
 }
 
-# tcp_testpmd_on LABEL: one iperf3 run through testpmd's csum engine between net_xenpv ports
-# with LRO, TSO and checksum offload. Sets TCP_ON (tcp_iperf's summary), TCP_ON_DROPS
-# (tcp_tp_drops), TCP_ON_LRO, TCP_ON_TSO and TCP_ON_CSUM (the ports' counts); fails the check
-# when testpmd refuses the set-up, the run fails or no LRO or TSO packet went through.
+# tcp_testpmd_on LABEL [DEVARGS]: one iperf3 run through testpmd's csum engine between net_xenpv
+# ports with LRO, TSO and checksum offload (and DEVARGS, e.g. ",idle_sleep=50"). Sets TCP_ON
+# (tcp_iperf's summary), TCP_ON_DROPS (tcp_tp_drops), TCP_ON_LRO, TCP_ON_TSO, TCP_ON_CSUM and
+# TCP_ON_SLEEPS (the ports' counts; sleeps of both ports); fails the check when testpmd refuses
+# the set-up, the run fails or no LRO or TSO packet went through.
 tcp_testpmd_on() {
     local c x bad=""
-    tcp_testpmd_start csum "" || fail "net_xenpv, offloads on: $TCP_ERR"
+    tcp_testpmd_start csum "${2:-}" || fail "net_xenpv, offloads on${2:+ ($2)}: $TCP_ERR"
     # (testpmd takes "all" for neither rx_offload nor tx_offload: "Bad arguments".)
     for c in "port stop all" "port config 0 rx_offload tcp_lro on" "port config 1 rx_offload tcp_lro on" \
         "port config 0 rx_offload tcp_cksum on" "port config 1 rx_offload tcp_cksum on" \
@@ -230,6 +234,7 @@ tcp_testpmd_on() {
     TCP_ON_LRO=$(tcp_xstat 0 rx_q0_lro_packets)
     TCP_ON_TSO=$(tcp_xstat 1 tx_q0_tso_packets)
     TCP_ON_CSUM=$(tcp_xstat 1 tx_q0_csum_offloaded)
+    TCP_ON_SLEEPS=$(($(tcp_xstat 0 rx_q0_idle_sleeps) + $(tcp_xstat 1 rx_q0_idle_sleeps)))
     tcp_testpmd_stop
     ((${TCP_ON_LRO:-0} > 0 && ${TCP_ON_TSO:-0} > 0)) ||
         fail "offloads on ($1), yet port 0 took ${TCP_ON_LRO:-?} LRO packets and port 1 sent ${TCP_ON_TSO:-?} TSO packets ($TCP_ON)"
@@ -273,6 +278,11 @@ check_tcp_through_domu() {
     tcp_testpmd_on xenpv-on
     local on=$TCP_ON drops_on=$TCP_ON_DROPS lro=$TCP_ON_LRO tso=$TCP_ON_TSO csum=$TCP_ON_CSUM
 
+    # 3b. The same with idle_sleep=50: the forwarding lcore sleeps when idle (and must have).
+    tcp_testpmd_on xenpv-sleep ",idle_sleep=50"
+    local onsl=$TCP_ON sleeps=$TCP_ON_SLEEPS
+    ((sleeps > 0)) || fail "testpmd with idle_sleep=50 never slept (rx_q0_idle_sleeps of both ports 0): $onsl"
+
     # 4. xpv-fwd, offloads off then on (csum=0 as for testpmd's mac run).
     local foff fon fst
     foff=$(tcp_fwd_run fwd-off ",csum=0" --no-offloads) || fail "xpv-fwd between net_xenpv ports, offloads off: $foff"
@@ -303,9 +313,9 @@ check_tcp_through_domu() {
     ((fzkept > 0 && fzgrant > 0 && fzkept * 100 >= fzrx * 85)) ||
         fail "xpv-fwd with zerocopy=1: packets kept in their pages $fzkept of $fzrx (85% wanted), sent by their grants $fzgrant ($fzst)"
 
-    local mk mkb moff mon mfoff mfon mfzc
+    local mk mkb moff mon mfoff mfon mfzc monsl
     mbit_of() { tcp_kv "$1" mbit; }
-    mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on")
+    mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on") monsl=$(mbit_of "$onsl")
     mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon") mfzc=$(mbit_of "$fzc")
     r() { python3 -c "print('%.2f' % ($1 / max(0.1, $2)))"; }
 
@@ -316,24 +326,27 @@ check_tcp_through_domu() {
     # report judges. Zero-copy is in the rounds because it is the kernel bridge's own way (its
     # netfronts forward the pages netback filled, by grant): under QEMU TCG a copy of 64 KiB
     # costs the domU's one vCPU a quarter of its time (perf in the domU, copy mode).
-    local rounds=("$mk/$mon/$mfon/$mfzc") round y z
+    local rounds=("$mk/$mon/$mfon/$mfzc/$monsl") round y z w
     for ((round = 2; round <= TCP_ROUNDS; round++)); do
         tcp_kernel_up
         x=$(tcp_iperf "kernel-r$round") || fail "round $round: through a Linux bridge over the kernel netfronts: $x"
         tcp_kernel_down
         tcp_testpmd_on "xenpv-on-r$round"
+        w=$TCP_ON
         y=$(tcp_fwd_run "fwd-on-r$round" "") || fail "round $round: xpv-fwd between net_xenpv ports, LRO/TSO/checksum offload: $y"
         z=$(tcp_fwd_run "fwd-zc-r$round" ",zerocopy=1") || fail "round $round: xpv-fwd between net_xenpv ports with zerocopy=1: $z"
-        rounds+=("$(mbit_of "$x")/$(mbit_of "$TCP_ON")/$(mbit_of "$y")/$(mbit_of "$z")")
+        tcp_testpmd_on "xenpv-sleep-r$round" ",idle_sleep=50"
+        rounds+=("$(mbit_of "$x")/$(mbit_of "$w")/$(mbit_of "$y")/$(mbit_of "$z")/$(mbit_of "$TCP_ON")")
     done
-    # "testpmd-median xpv-fwd-median zero-copy-median" of the rounds' on/kernel ratios.
+    # "testpmd-median xpv-fwd-median zero-copy-median idle-sleep-median" of the rounds' on/kernel
+    # ratios.
     local medians
     medians=$(python3 -c '
 import statistics, sys
 r = [[float(v) for v in a.split("/")] for a in sys.argv[1:]]
-print("%.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for x in r) for i in (1, 2, 3)))' "${rounds[@]}")
-    local med_tp med_fwd med_zc
-    read -r med_tp med_fwd med_zc <<<"$medians"
+print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for x in r) for i in (1, 2, 3, 4)))' "${rounds[@]}")
+    local med_tp med_fwd med_zc med_sl
+    read -r med_tp med_fwd med_zc med_sl <<<"$medians"
     # dom0%/domU% of one physical CPU over a run (xl list, action_iperf).
     cpu_of() { tcp_kv "$1" cpu_dom0 cpu_domu; }
     # Interrupts netback took for the domU's TX/RX requests on vifs 2 and 3 over a run.
@@ -353,5 +366,5 @@ print("%.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for x in 
     }
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
-    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc; xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
+    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=50 Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=50/kernel $med_sl; testpmd on with idle_sleep=50 $monsl Mbit/s (sleeps $sleeps), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
 }
