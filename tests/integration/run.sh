@@ -69,35 +69,31 @@ if [[ $ONLY == offload ]]; then
   source tests/integration/offload.sh
   check_offloads
 fi
-if [[ $ONLY == pmd-rss ]]; then
-  source scripts/pmd-path.sh
-  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
-  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
-  source tests/integration/testpmd_session.sh
-  source tests/integration/pmd_rss.sh
-  check_pmd_rss
-fi
-if [[ $ONLY == pmd-idle-sleep ]]; then
+# pmd_session_alone: what pmd.sh sets up for the testpmd-session checks (the PMD where DPDK
+# loads it, EAL, TP_MAC) and testpmd_session.sh, for a group run alone without pmd.sh's checks.
+pmd_session_alone() {
   source scripts/pmd-path.sh
   PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
   EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
   TP_MAC=00:16:3e:00:01:00  # as pmd.sh: the first frontend to connect is domain 1
   source tests/integration/testpmd_session.sh
+}
+if [[ $ONLY == pmd-rss ]]; then
+  pmd_session_alone
+  source tests/integration/pmd_rss.sh
+  check_pmd_rss
+fi
+if [[ $ONLY == pmd-idle-sleep ]]; then
+  pmd_session_alone
   source tests/integration/pmd_idle_sleep.sh
   check_pmd_idle_sleep
 fi
 if [[ $ONLY == control ]]; then
-  source scripts/pmd-path.sh
-  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
-  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
-  source tests/integration/testpmd_session.sh
+  pmd_session_alone
   source tests/integration/control.sh
 fi
 if [[ $ONLY == pmd-offload ]]; then
-  source scripts/pmd-path.sh
-  PMD_SO=$(xpv_pmd_path "$PWD/$BUILD/drivers/net_xenpv/librte_net_xenpv.so")
-  EAL=(-l 0-1 --no-huge -m 1024 --no-pci --no-shconf -d "$PMD_SO")
-  source tests/integration/testpmd_session.sh
+  pmd_session_alone
   source tests/integration/offload.sh
   source tests/integration/pmd_offload.sh
   check_pmd_offloads

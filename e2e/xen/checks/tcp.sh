@@ -23,9 +23,9 @@
 # in either namespace (TcpInCsumErrors).
 
 TCP_SECONDS=${XPV_E2E_TCP_SECONDS:-10}  # iperf3's seconds a run
-# Rounds of kernel bridge, testpmd on, xpv-fwd on, xpv-fwd zero-copy, testpmd idle_sleep (step 6). One by default:
-# what the check asserts holds in one round, and each round adds about 90 s (150 on a slow day)
-# to make test. The ratios the targets compare are make bench's, which runs this check alone
+# Rounds of kernel bridge, testpmd on, xpv-fwd on, xpv-fwd zero-copy, testpmd idle_sleep (step
+# 6). One by default: what the check asserts holds in one round, and each round adds about 120 s
+# (200 on a slow day) to make test. The ratios the targets compare are make bench's, which runs this check alone
 # with five rounds (scripts/bench.sh): one run's kernel-bridge rounds alone ranged from 883 to
 # 1434 Mbit/s (2026-12-04), so only the median of several rounds says anything.
 TCP_ROUNDS=${XPV_E2E_TCP_ROUNDS:-1}
