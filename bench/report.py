@@ -402,25 +402,29 @@ def xen_tcp_figures(tcp_line):
     # The on/kernel targets: the medians of the check's alternating rounds when it ran more
     # than one (one round's ratio can flip on a noisy machine), else its one round.
     # (Logs before zero-copy joined the rounds have three runs a round and two medians.)
-    # (Logs before idle_sleep joined them have four runs a round and three medians.)
+    # (Logs before idle_sleep joined them have four runs a round and three medians; logs
+    # before its testpmd ran with zerocopy=1 too call the fifth "testpmd idle_sleep=50".)
     m = re.search(r"(\d+) rounds, kernel bridge/testpmd on/xpv-fwd on(?:/xpv-fwd zero-copy)?"
-                  r"(?:/testpmd idle_sleep=50)? Mbit/s: ([0-9./ ]+), "
+                  r"(?:/testpmd idle_sleep=50(?: zero-copy)?)? Mbit/s: ([0-9./ ]+), "
                   r"medians of the rounds' ratios: testpmd on/kernel ([0-9.]+), xpv-fwd on/kernel ([0-9.]+)"
-                  r"(?:, xpv-fwd zero-copy/kernel ([0-9.]+))?(?:, testpmd idle_sleep=50/kernel ([0-9.]+))?", tcp_line)
+                  r"(?:, xpv-fwd zero-copy/kernel ([0-9.]+))?"
+                  r"(?:, testpmd idle_sleep=50(?: zero-copy)?/kernel ([0-9.]+))?", tcp_line)
+    sleep_zc = "testpmd idle_sleep=50 zero-copy/kernel" in tcp_line
     # xpv-fwd with zerocopy=1 (received into the granted pages, sent on by their grants).
     z_on = mbit(r"xpv-fwd on with zerocopy=1")
     z_on_k = z_on / t_k if z_on is not None and t_k else None
     on_k_shown = f"{fmt(on_k, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
     f_on_k_shown = f"{fmt(f_on_k, '.2f')} ({fmt(f_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
     z_on_k_shown = f"{fmt(z_on_k, '.2f')} ({fmt(z_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
-    # testpmd with idle_sleep=50 (its lcore sleeps when idle instead of spinning).
-    s_on = mbit(r"testpmd on with idle_sleep=50")
+    # testpmd with idle_sleep=50 (its lcore sleeps when idle instead of spinning), and zerocopy=1.
+    s_on = mbit(r"testpmd on with idle_sleep=50(?: zerocopy=1)?")
     s_on_k = s_on / t_k if s_on is not None and t_k else None
     s_on_k_shown = f"{fmt(s_on_k, '.2f')} ({fmt(s_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
     if m and int(m.group(1)) > 1:
         on_k, f_on_k = float(m.group(3)), float(m.group(4))
         per = m.group(2).strip().split()
-        runs = ("kernel/testpmd/xpv-fwd/zero-copy/testpmd idle_sleep" if m.group(6) else
+        runs = ("kernel/testpmd/xpv-fwd/zero-copy/testpmd idle_sleep" + (" zero-copy" if sleep_zc else "")
+                if m.group(6) else
                 "kernel/testpmd/xpv-fwd/zero-copy" if m.group(5) else "kernel/testpmd/xpv-fwd")
         on_k_shown = f"{fmt(on_k, '.2f')} (median of {len(per)} rounds; {runs} Mbit/s: {', '.join(per)})"
         f_on_k_shown = f"{fmt(f_on_k, '.2f')} (median of {len(per)} rounds, as above)"
@@ -432,7 +436,8 @@ def xen_tcp_figures(tcp_line):
             s_on_k_shown = f"{fmt(s_on_k, '.2f')} (median of {len(per)} rounds, as above)"
     return {"t_k": t_k, "t_off": t_off, "t_on": t_on, "on_off": on_off, "on_k": on_k, "on_k_shown": on_k_shown,
             "f_off": f_off, "f_on": f_on, "f_on_off": f_on_off, "f_on_k": f_on_k, "f_on_k_shown": f_on_k_shown,
-            "z_on_k": z_on_k, "z_on_k_shown": z_on_k_shown, "s_on_k": s_on_k, "s_on_k_shown": s_on_k_shown}
+            "z_on_k": z_on_k, "z_on_k_shown": z_on_k_shown, "s_on_k": s_on_k, "s_on_k_shown": s_on_k_shown,
+            "s_zc": sleep_zc}
 
 
 def summarise(R, machine, started, failed):
@@ -563,7 +568,8 @@ def summarise(R, machine, started, failed):
             TARGET_TCP_ON_KERNEL, f_on_k_shown),
         tgt("TCP through a PV domU (real Xen), xpv-fwd zerocopy=1 offloads on / kernel bridge", z_on_k, ">=",
             TARGET_TCP_ON_KERNEL, z_on_k_shown),
-        tgt("TCP through a PV domU (real Xen), testpmd idle_sleep=50 offloads on / kernel bridge", s_on_k, ">=",
+        tgt("TCP through a PV domU (real Xen), testpmd idle_sleep=50" + (" zerocopy=1" if X["s_zc"] else "")
+            + " offloads on / kernel bridge", s_on_k, ">=",
             TARGET_TCP_ON_KERNEL, s_on_k_shown),
     ]
     return J
@@ -1023,7 +1029,8 @@ def tcp_md(R):
           "offloads but sleeps on RX interrupts when idle, as l3fwd-power does; the share of the vCPU it "
           "used is in the line above. testpmd with the device argument idle_sleep=50 (\"testpmd on with "
           "idle_sleep=50\") is the same testpmd whose forwarding lcore sleeps 50 us after 64 empty polls in a row "
-          "instead of spinning. The line ends with the CPU time Xen accounted to dom0 and to the domU "
+          "instead of spinning, and (since the run says \"zerocopy=1\") forwards the pages netback filled by their "
+          "grants, as xpv-fwd zero-copy does. The line ends with the CPU time Xen accounted to dom0 and to the domU "
           "over each run (xl list), in % of one physical CPU: when the two add up to all the physical CPUs, "
           "the path is bound by CPU, and the domU's share is what its forwarding costs dom0. Last, where packets "
           "were lost: TCP's retransmits, netback's drops to and from the domU, testpmd's TX-dropped (its engines "

@@ -75,10 +75,14 @@ class RealXenTcpFigures(unittest.TestCase):
             "bridge 1000.0 Mbit/s; net_xenpv offloads off 200.0 Mbit/s; offloads on 600.0 Mbit/s (port 0 LRO "
             "packets 1); on/off 3.00, on/kernel 0.60; xpv-fwd (sleeps on RX interrupts) off 250.0 Mbit/s, on "
             "900.0 Mbit/s (LRO packets 1); 3 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/"
-            "testpmd idle_sleep=50 Mbit/s: 1000.0/600.0/900.0/950.0/800.0 1000.0/700.0/800.0/1100.0/900.0 "
-            "1000.0/500.0/1000.0/900.0/850.0, medians of the rounds' ratios: testpmd on/kernel 0.60, xpv-fwd "
-            "on/kernel 0.90, xpv-fwd zero-copy/kernel 0.95, testpmd idle_sleep=50/kernel 0.85; testpmd on with "
-            "idle_sleep=50 800.0 Mbit/s (sleeps 5000), on/kernel 0.80; xpv-fwd on with zerocopy=1 950.0 Mbit/s")
+            "testpmd idle_sleep=50 zero-copy Mbit/s: 1000.0/600.0/900.0/950.0/800.0 1000.0/700.0/800.0/1100.0/"
+            "900.0 1000.0/500.0/1000.0/900.0/850.0, medians of the rounds' ratios: testpmd on/kernel 0.60, "
+            "xpv-fwd on/kernel 0.90, xpv-fwd zero-copy/kernel 0.95, testpmd idle_sleep=50 zero-copy/kernel 0.85; "
+            "testpmd on with idle_sleep=50 zerocopy=1 800.0 Mbit/s (sleeps 5000, packets kept in their pages 90 "
+            "of 100, sent by their grants 90), on/kernel 0.80; xpv-fwd on with zerocopy=1 950.0 Mbit/s")
+    # What the check printed before testpmd's idle_sleep run took zerocopy=1 too.
+    LINE_COPYING = (LINE.replace("idle_sleep=50 zero-copy", "idle_sleep=50")
+                    .replace("idle_sleep=50 zerocopy=1", "idle_sleep=50"))
 
     def test_each_way_is_judged_on_the_median_of_its_rounds(self):
         X = report.xen_tcp_figures(self.LINE)
@@ -87,10 +91,19 @@ class RealXenTcpFigures(unittest.TestCase):
         self.assertAlmostEqual(X["f_on_k"], 0.90)
         self.assertAlmostEqual(X["z_on_k"], 0.95)
         self.assertAlmostEqual(X["s_on_k"], 0.85)
-        self.assertIn("median of 3 rounds; kernel/testpmd/xpv-fwd/zero-copy/testpmd idle_sleep", X["on_k_shown"])
+        self.assertIn("median of 3 rounds; kernel/testpmd/xpv-fwd/zero-copy/testpmd idle_sleep zero-copy",
+                      X["on_k_shown"])
+        self.assertTrue(X["s_zc"])
+
+    def test_a_line_whose_idle_sleep_run_copied_is_judged_and_named_so(self):
+        X = report.xen_tcp_figures(self.LINE_COPYING)
+        self.assertAlmostEqual(X["s_on_k"], 0.85)
+        self.assertAlmostEqual(X["z_on_k"], 0.95)
+        self.assertFalse(X["s_zc"])
+        self.assertIn("zero-copy/testpmd idle_sleep Mbit/s", X["on_k_shown"])
 
     def test_a_line_from_before_idle_sleep_has_no_such_figure(self):
-        old = self.LINE.replace("/testpmd idle_sleep=50 Mbit/s", " Mbit/s").replace(
+        old = self.LINE_COPYING.replace("/testpmd idle_sleep=50 Mbit/s", " Mbit/s").replace(
             ", testpmd idle_sleep=50/kernel 0.85", "").split("; testpmd on with")[0]
         old = old.replace("/800.0 ", " ").replace("/900.0 ", " ").replace("/850.0,", ",")
         X = report.xen_tcp_figures(old)

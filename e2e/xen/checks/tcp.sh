@@ -13,9 +13,10 @@
 #   fwd-zc:       xpv-fwd with the offloads and zerocopy=1: received into mbufs attached to
 #                 the granted RX pages, sent on by those pages' grants (both vifs are this
 #                 domU's, served by dom0): no copy in the domU.
-#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=50: its lcore sleeps 50 us after 64 empty
-#                 polls in a row instead of spinning, so that the domU's vCPU leaves the
-#                 physical CPU to dom0's netback while it has nothing to forward.
+#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=50 and zerocopy=1: its lcore sleeps 50 us
+#                 after 64 empty polls in a row instead of spinning, so that the domU's vCPU
+#                 leaves the physical CPU to dom0's netback while it has nothing to forward, and
+#                 it forwards the pages netback filled by their grants, as fwd-zc does.
 # And the kernel bridge once more beside a busy loop in the domU (nice 19): what the kernel
 # gets when the domU's one vCPU is never idle, as with testpmd. dom0's netback copies on the
 # same two physical CPUs (QEMU's), so a spinning domU takes CPU from it.
@@ -23,7 +24,7 @@
 # in either namespace (TcpInCsumErrors).
 
 TCP_SECONDS=${XPV_E2E_TCP_SECONDS:-10}  # iperf3's seconds a run
-# Rounds of kernel bridge, testpmd on, xpv-fwd on, xpv-fwd zero-copy, testpmd idle_sleep (step
+# Rounds of kernel bridge, testpmd on, xpv-fwd on, xpv-fwd zero-copy, testpmd idle_sleep with zero-copy (step
 # 6). One by default: what the check asserts holds in one round, and each round adds about 120 s
 # (200 on a slow day) to make test. The ratios the targets compare are make bench's, which runs this check alone
 # with five rounds (scripts/bench.sh): one run's kernel-bridge rounds alone ranged from 883 to
@@ -209,9 +210,10 @@ tcp_kernel_down() {
 
 # tcp_testpmd_on LABEL [DEVARGS]: one iperf3 run through testpmd's csum engine between net_xenpv
 # ports with LRO, TSO and checksum offload (and DEVARGS, e.g. ",idle_sleep=50"). Sets TCP_ON
-# (tcp_iperf's summary), TCP_ON_DROPS (tcp_tp_drops), TCP_ON_LRO, TCP_ON_TSO, TCP_ON_CSUM and
-# TCP_ON_SLEEPS (the ports' counts; sleeps of both ports); fails the check when testpmd refuses
-# the set-up, the run fails or no LRO or TSO packet went through.
+# (tcp_iperf's summary), TCP_ON_DROPS (tcp_tp_drops), TCP_ON_LRO, TCP_ON_TSO, TCP_ON_CSUM,
+# TCP_ON_SLEEPS, TCP_ON_RX, TCP_ON_KEPT and TCP_ON_BY_GRANT (the ports' counts; sleeps, packets
+# received, kept in their pages and sent by those pages' grants: of both ports); fails the
+# check when testpmd refuses the set-up, the run fails or no LRO or TSO packet went through.
 tcp_testpmd_on() {
     local c x bad=""
     tcp_testpmd_start csum "${2:-}" || fail "net_xenpv, offloads on${2:+ ($2)}: $TCP_ERR"
@@ -235,6 +237,9 @@ tcp_testpmd_on() {
     TCP_ON_TSO=$(tcp_xstat 1 tx_q0_tso_packets)
     TCP_ON_CSUM=$(tcp_xstat 1 tx_q0_csum_offloaded)
     TCP_ON_SLEEPS=$(($(tcp_xstat 0 rx_q0_idle_sleeps) + $(tcp_xstat 1 rx_q0_idle_sleeps)))
+    TCP_ON_RX=$(($(tcp_xstat 0 rx_q0_packets) + $(tcp_xstat 1 rx_q0_packets)))
+    TCP_ON_KEPT=$(($(tcp_xstat 0 rx_q0_kept) + $(tcp_xstat 1 rx_q0_kept)))
+    TCP_ON_BY_GRANT=$(($(tcp_xstat 0 tx_q0_by_rx_grant) + $(tcp_xstat 1 tx_q0_by_rx_grant)))
     tcp_testpmd_stop
     ((${TCP_ON_LRO:-0} > 0 && ${TCP_ON_TSO:-0} > 0)) ||
         fail "offloads on ($1), yet port 0 took ${TCP_ON_LRO:-?} LRO packets and port 1 sent ${TCP_ON_TSO:-?} TSO packets ($TCP_ON)"
@@ -278,10 +283,15 @@ check_tcp_through_domu() {
     tcp_testpmd_on xenpv-on
     local on=$TCP_ON drops_on=$TCP_ON_DROPS lro=$TCP_ON_LRO tso=$TCP_ON_TSO csum=$TCP_ON_CSUM
 
-    # 3b. The same with idle_sleep=50: the forwarding lcore sleeps when idle (and must have).
-    tcp_testpmd_on xenpv-sleep ",idle_sleep=50"
-    local onsl=$TCP_ON sleeps=$TCP_ON_SLEEPS
+    # 3b. The same with idle_sleep=50 and zerocopy=1: the forwarding lcore sleeps when idle
+    # (and must have), and forwards nearly every packet in the pages netback filled, by their
+    # grants (as xpv-fwd in step 5: 85% wanted). The way to run testpmd as a forwarder in a
+    # guest that shares its physical CPUs with dom0 (docs/nics/xenpv.rst).
+    tcp_testpmd_on xenpv-sleep ",idle_sleep=50,zerocopy=1"
+    local onsl=$TCP_ON sleeps=$TCP_ON_SLEEPS slrx=$TCP_ON_RX slkept=$TCP_ON_KEPT slgrant=$TCP_ON_BY_GRANT
     ((sleeps > 0)) || fail "testpmd with idle_sleep=50 never slept (rx_q0_idle_sleeps of both ports 0): $onsl"
+    ((slkept > 0 && slgrant > 0 && slkept * 100 >= slrx * 85)) ||
+        fail "testpmd with zerocopy=1: packets kept in their pages $slkept of $slrx (85% wanted), sent by their grants $slgrant"
 
     # 4. xpv-fwd, offloads off then on (csum=0 as for testpmd's mac run).
     local foff fon fst
@@ -335,7 +345,7 @@ check_tcp_through_domu() {
         w=$TCP_ON
         y=$(tcp_fwd_run "fwd-on-r$round" "") || fail "round $round: xpv-fwd between net_xenpv ports, LRO/TSO/checksum offload: $y"
         z=$(tcp_fwd_run "fwd-zc-r$round" ",zerocopy=1") || fail "round $round: xpv-fwd between net_xenpv ports with zerocopy=1: $z"
-        tcp_testpmd_on "xenpv-sleep-r$round" ",idle_sleep=50"
+        tcp_testpmd_on "xenpv-sleep-r$round" ",idle_sleep=50,zerocopy=1"
         rounds+=("$(mbit_of "$x")/$(mbit_of "$w")/$(mbit_of "$y")/$(mbit_of "$z")/$(mbit_of "$TCP_ON")")
     done
     # "testpmd-median xpv-fwd-median zero-copy-median idle-sleep-median" of the rounds' on/kernel
@@ -366,5 +376,5 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
     }
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
-    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=50 Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=50/kernel $med_sl; testpmd on with idle_sleep=50 $monsl Mbit/s (sleeps $sleeps), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
+    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=50 zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=50 zero-copy/kernel $med_sl; testpmd on with idle_sleep=50 zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
 }
