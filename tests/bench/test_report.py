@@ -57,6 +57,33 @@ class StaticGrantsRatio(unittest.TestCase):
         self.assertIsNone(report.sgrants_summary({"sgrants": {}}))
 
 
+def speeds(**per_second):
+    """{"sgrants": {1: {key: {"per_second": [pps...]}}}} (one round; keys with "-" as "_" given)."""
+    return {"sgrants": {1: {k.replace("copy_", "xenpv-copy_"): {"per_second": v} for k, v in per_second.items()}}}
+
+
+class StaticGrantsSpeedForSpeed(unittest.TestCase):
+    def test_each_speed_is_set_against_memifs_at_that_speed(self):
+        # memif fast for 3 s and slow for 3; xenpv TX fast for 2 and slow for 4. Run against run,
+        # the medians (12.5 and 9) would say 0.72; speed for speed it is 1.2 and 1.5.
+        V = report.sgrants_speeds(speeds(memif_a2b=[20e6, 20e6, 20e6, 5e6, 5e6, 5e6],
+                                         xenpv_tx=[24e6, 24e6, 7.5e6, 7.5e6, 7.5e6, 7.5e6]))
+        self.assertAlmostEqual(V["xenpv_tx"]["fast_over_memif"], 1.2)
+        self.assertAlmostEqual(V["xenpv_tx"]["slow_over_memif"], 1.5)
+        self.assertEqual((V["xenpv_tx"]["n_fast"], V["xenpv_tx"]["n_slow"]), (2, 4))
+        self.assertAlmostEqual(V["memif_a2b"]["fast"], 20.0)
+
+    def test_a_setup_seen_at_one_speed_is_not_split(self):
+        # Its seconds all within 2x of each other: which speed it ran at is unknown, so it is not
+        # set against memif's fast or slow part.
+        V = report.sgrants_speeds(speeds(memif_a2b=[20e6, 5e6], xenpv_rx=[9e6, 12e6, 10e6]))
+        self.assertTrue(V["xenpv_rx"]["one_speed"])
+        self.assertIsNone(V["xenpv_rx"]["fast_over_memif"])
+        self.assertIsNone(V["xenpv_rx"]["slow_over_memif"])
+        self.assertIn("| xenpv RX, static grants | one speed only |",
+                      "\n".join(report.sgrants_md(speeds(memif_a2b=[20e6, 5e6], xenpv_rx=[9e6, 12e6]))))
+
+
 class RealXenTcpLine(unittest.TestCase):
     E2E = "CHECK tcp-through-domu PASS ... 1 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy ..."
     OWN = "CHECK tcp-through-domu PASS ... 5 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy ..."
