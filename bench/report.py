@@ -927,6 +927,13 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+# The static-grants step's setups (collect()'s keys) and their names in the report, memif first.
+SG_SETUPS = (("memif_a2b", "memif a2b"), ("xenpv_tx", "xenpv TX, static grants"),
+             ("xenpv-copy_tx", "xenpv TX, grant copy"), ("xenpv_rx", "xenpv RX, static grants"),
+             ("xenpv-copy_rx", "xenpv RX, grant copy"))
+SG_KEYS = [k for k, _ in SG_SETUPS]
+
+
 def sgrants_summary(R):
     """Medians over the alternating rounds of the static-grants step, and the
     xenpv/memif ratio: per direction the median of the rounds' xenpv/memif
@@ -937,19 +944,18 @@ def sgrants_summary(R):
     rounds = R.get("sgrants") or {}
     if not rounds:
         return None
-    keys = ["memif_a2b", "xenpv_tx", "xenpv-copy_tx", "xenpv_rx", "xenpv-copy_rx"]
-    med = {k: median([(r.get(k) or {}).get("mpps") for r in rounds.values()]) for k in keys}
+    med = {k: median([(r.get(k) or {}).get("mpps") for r in rounds.values()]) for k in SG_KEYS}
     def ratio(r, key):
         m, x = (r.get("memif_a2b") or {}).get("mpps"), (r.get(key) or {}).get("mpps")
         return x / m if m and x else None
-    per_dir = {k: median([ratio(r, k) for r in rounds.values()]) for k in keys[1:]}
+    per_dir = {k: median([ratio(r, k) for r in rounds.values()]) for k in SG_KEYS[1:]}
     def slower(a, b):
         return min(a, b) if a is not None and b is not None else None
     return {"rounds": len(rounds), "median_mpps": med, "ratio_by_setup": per_dir,
             "ratio_static": slower(per_dir["xenpv_tx"], per_dir["xenpv_rx"]),
             "ratio_copy": slower(per_dir["xenpv-copy_tx"], per_dir["xenpv-copy_rx"]),
             "copies": {k: [((r.get(k) or {}).get("static_grant_copies"), (r.get(k) or {}).get("grant_copies"))
-                           for r in rounds.values()] for k in keys[1:]}}
+                           for r in rounds.values()] for k in SG_KEYS[1:]}}
 
 
 def sgrants_speeds(R):
@@ -961,9 +967,8 @@ def sgrants_speeds(R):
     part. A setup whose fastest second is less than twice its slowest ran at one speed only:
     no split (both parts None). A diagnostic beside the judged ratio, not a replacement."""
     rounds = R.get("sgrants") or {}
-    keys = ["memif_a2b", "xenpv_tx", "xenpv-copy_tx", "xenpv_rx", "xenpv-copy_rx"]
     out = {}
-    for k in keys:
+    for k in SG_KEYS:
         s = [x for r in rounds.values() for x in ((r.get(k) or {}).get("per_second") or [])]
         if not s:
             continue
@@ -1000,8 +1005,7 @@ def sgrants_md(R):
           "(netback, per round) |" % S["rounds"],
           "|---|---:|---:|---|",
           f"| memif a2b | {fmt(m['memif_a2b'])} | - | - |"]
-    for k, label in (("xenpv_tx", "xenpv TX, static grants"), ("xenpv-copy_tx", "xenpv TX, grant copy"),
-                     ("xenpv_rx", "xenpv RX, static grants"), ("xenpv-copy_rx", "xenpv RX, grant copy")):
+    for k, label in SG_SETUPS[1:]:
         c = ", ".join(f"{fmt(a, ',.0f')} / {fmt(b, ',.0f')}" for a, b in S["copies"][k])
         L.append(f"| {label} | {fmt(m[k])} | {fmt(S['ratio_by_setup'][k], '.3f')} | {c} |")
     L += ["", f"xenpv/memif: {fmt(S['ratio_static'], '.3f')} with static grants, "
@@ -1013,9 +1017,7 @@ def sgrants_md(R):
               "its fastest second, the median of each part, over memif's of the same part.", "",
               "| setup | fast: Mpps (seconds) | over memif | slow: Mpps (seconds) | over memif |",
               "|---|---:|---:|---:|---:|"]
-        for k, label in (("memif_a2b", "memif a2b"), ("xenpv_tx", "xenpv TX, static grants"),
-                         ("xenpv-copy_tx", "xenpv TX, grant copy"), ("xenpv_rx", "xenpv RX, static grants"),
-                         ("xenpv-copy_rx", "xenpv RX, grant copy")):
+        for k, label in SG_SETUPS:
             v = V.get(k)
             if not v:
                 continue

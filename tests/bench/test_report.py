@@ -58,7 +58,8 @@ class StaticGrantsRatio(unittest.TestCase):
 
 
 def speeds(**per_second):
-    """{"sgrants": {1: {key: {"per_second": [pps...]}}}} (one round; keys with "-" as "_" given)."""
+    """{"sgrants": {1: {key: {"per_second": [pps...]}}}}, one round; copy_tx / copy_rx stand for the
+    keys xenpv-copy_tx / xenpv-copy_rx (no keyword argument can have a "-")."""
     return {"sgrants": {1: {k.replace("copy_", "xenpv-copy_"): {"per_second": v} for k, v in per_second.items()}}}
 
 
