@@ -108,9 +108,23 @@ tcp_testpmd_stop() {
     exec 7>&-
 }
 
-# tcp_xstat PORT NAME: one xstat of a port, now.
+# tcp_xstats_take: both ports' xstats as they are now, one testpmd command each, into
+# TCP_XSTATS (what tcp_xstat and tcp_xstat_sum read).
+TCP_XSTATS=()
+tcp_xstats_take() {
+    TCP_XSTATS=("$(tp "show port xstats 0")" "$(tp "show port xstats 1")")
+}
+
+# tcp_xstat PORT NAME: one xstat of a port, as tcp_xstats_take last found it.
 tcp_xstat() {
-    tp "show port xstats $1" | sed -nE "s/^ *$2: +([0-9]+)\$/\\1/p" | tail -n 1
+    sed -nE "s/^ *$2: +([0-9]+)\$/\\1/p" <<<"${TCP_XSTATS[$1]}" | tail -n 1
+}
+
+# tcp_xstat_sum NAME: an xstat of port 0 plus the same of port 1.
+tcp_xstat_sum() {
+    local a b
+    a=$(tcp_xstat 0 "$1") b=$(tcp_xstat 1 "$1")
+    echo $((${a:-0} + ${b:-0}))
 }
 
 # tcp_tx_retry ENGINE: testpmd's engine waits for room in a full TX ring (up to 500 x 100 us
@@ -125,17 +139,13 @@ tcp_tx_retry() {
 }
 
 # tcp_tp_drops STOP_OUTPUT: what testpmd could not forward, from the output of its "stop" and
-# the ports' xstats (before the ports stop): "TX-dropped (both ports) / TX ring full (attempts,
-# both ports) / RX mbuf allocation failures (both ports)".
+# the ports' xstats (tcp_xstats_take's, before the ports stop): "TX-dropped (both ports) / TX
+# ring full (attempts, both ports) / RX mbuf allocation failures (both ports)".
 tcp_tp_drops() {
-    local txd full=0 nombuf=0 p v
+    local txd
     txd=$(awk '/Forward statistics for port/ { p = 1 } /Accumulated forward statistics/ { p = 0 }
         p { for (i = 1; i < NF; i++) if ($i == "TX-dropped:") s += $(i + 1) } END { print s + 0 }' <<<"$1")
-    for p in 0 1; do
-        v=$(tcp_xstat "$p" q0_ring_full) full=$((full + ${v:-0}))
-        v=$(tcp_xstat "$p" rx_q0_nombuf) nombuf=$((nombuf + ${v:-0}))
-    done
-    echo "$txd/$full/$nombuf"
+    echo "$txd/$(tcp_xstat_sum q0_ring_full)/$(tcp_xstat_sum rx_q0_nombuf)"
 }
 
 # tcp_fwd_run LABEL DEVARGS [XPV_FWD_OPTION...]: one iperf3 run through xpv-fwd between vifs 2
@@ -232,14 +242,16 @@ tcp_testpmd_on() {
     tp "start" >/dev/null
     nice_lcore_workers "$TP_PID" 0 >/dev/null
     TCP_ON=$(tcp_iperf "$1") || { tcp_testpmd_stop; fail "testpmd csum between net_xenpv ports, LRO/TSO/checksum offload ($1): $TCP_ON"; }
-    TCP_ON_DROPS=$(tcp_tp_drops "$(tp "stop")")
+    x=$(tp "stop")
+    tcp_xstats_take
+    TCP_ON_DROPS=$(tcp_tp_drops "$x")
     TCP_ON_LRO=$(tcp_xstat 0 rx_q0_lro_packets)
     TCP_ON_TSO=$(tcp_xstat 1 tx_q0_tso_packets)
     TCP_ON_CSUM=$(tcp_xstat 1 tx_q0_csum_offloaded)
-    TCP_ON_SLEEPS=$(($(tcp_xstat 0 rx_q0_idle_sleeps) + $(tcp_xstat 1 rx_q0_idle_sleeps)))
-    TCP_ON_RX=$(($(tcp_xstat 0 rx_q0_packets) + $(tcp_xstat 1 rx_q0_packets)))
-    TCP_ON_KEPT=$(($(tcp_xstat 0 rx_q0_kept) + $(tcp_xstat 1 rx_q0_kept)))
-    TCP_ON_BY_GRANT=$(($(tcp_xstat 0 tx_q0_by_rx_grant) + $(tcp_xstat 1 tx_q0_by_rx_grant)))
+    TCP_ON_SLEEPS=$(tcp_xstat_sum rx_q0_idle_sleeps)
+    TCP_ON_RX=$(tcp_xstat_sum rx_q0_packets)
+    TCP_ON_KEPT=$(tcp_xstat_sum rx_q0_kept)
+    TCP_ON_BY_GRANT=$(tcp_xstat_sum tx_q0_by_rx_grant)
     tcp_testpmd_stop
     ((${TCP_ON_LRO:-0} > 0 && ${TCP_ON_TSO:-0} > 0)) ||
         fail "offloads on ($1), yet port 0 took ${TCP_ON_LRO:-?} LRO packets and port 1 sent ${TCP_ON_TSO:-?} TSO packets ($TCP_ON)"
@@ -275,7 +287,9 @@ check_tcp_through_domu() {
     nice_lcore_workers "$TP_PID" 0 >/dev/null
     off=$(tcp_iperf xenpv-off) || { tcp_testpmd_stop; fail "testpmd mac between net_xenpv ports, offloads off: $off (kernel: $k)"; }
     local drops_off
-    drops_off=$(tcp_tp_drops "$(tp "stop")")
+    x=$(tp "stop")
+    tcp_xstats_take
+    drops_off=$(tcp_tp_drops "$x")
     tcp_testpmd_stop
 
     # 3. net_xenpv with LRO, TSO and checksum offload: netback hands over 64 KiB TCP packets,
