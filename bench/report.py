@@ -251,18 +251,11 @@ def collect(logs, root):
                 runs.append(json.loads(line))
     R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {},
          "events": {}, "mq": {}, "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {},
-         "tcp": {}, "sgrants": {}, "nbprof_copy": {}}
+         "tcp": {}, "sgrants": None, "nbprof_copy": {}}
     for r in runs:
         k = r["kind"]
-        if k == "sgrants":
-            s_ = pps_samples(r["log"], r["field"], int(r.get("warm", 1)))
-            key = f"{r['setup']}_{r['dir']}"
-            entry = {"mpps": median_mpps(s_), "samples": len(s_), "per_second": s_}
-            if r["setup"].startswith("xenpv"):
-                nb = (load_json(r.get("netback", "")) or {}).get("totals") or {}
-                entry["static_grant_copies"] = nb.get("static_grant_copies")
-                entry["grant_copies"] = nb.get("grant_copies")
-            R["sgrants"].setdefault(int(r["pair"]), {})[key] = entry
+        if k == "sgrants-windows":
+            R["sgrants"] = sgrants_windows(load_json(r["file"]))
             continue
         if k == "throughput":
             size = int(r["size"])
@@ -540,7 +533,6 @@ def summarise(R, machine, started, failed):
     SG = sgrants_summary(R) or {}
     sg_ratio, sg_copy = SG.get("ratio_static"), SG.get("ratio_copy")
     J["sgrants"] = SG or None
-    J["sgrants_speeds"] = sgrants_speeds(R) or None
     J["targets"] = [
         tgt("64-byte throughput xenpv/memif", J["ratio_64"], ">=", TARGET_RATIO_64,
             f"{fmt(J['ratio_64'], '.3f')} ({fmt(J['xenpv_mpps_64'])} / {fmt(J['memif_mpps_64'])} Mpps)"),
@@ -556,7 +548,7 @@ def summarise(R, machine, started, failed):
         tgt("notifies/packet, burst 32 (event mode; also late-tx-rsp)",
             max(nt_vals) if len(nt_vals) == 2 else None, "<=", TARGET_NOTIFIES_PER_PKT,
             f"{fmt(ev.get('notifies_per_pkt'), '.4f')} (late-tx-rsp {fmt(late.get('notifies_per_pkt'), '.4f')})"),
-        tgt("64-byte xenpv/memif with static grants (median of alternating rounds)", sg_ratio, ">=",
+        tgt("64-byte xenpv/memif with static grants (median of steady alternating pairs)", sg_ratio, ">=",
             TARGET_SG_RATIO_64, f"{fmt(sg_ratio, '.3f')} (grant copies: {fmt(sg_copy, '.3f')})"),
         *nb_targets,
         tgt("TCP through a PV domU (real Xen), offloads on / off", on_off, ">=", TARGET_TCP_ON_OFF,
@@ -927,66 +919,67 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-# The static-grants step's setups (collect()'s keys) and their names in the report, memif first.
+# The static-grants step's setups (bench/alternate.py's names) and their names in the report, memif first.
 SG_SETUPS = (("memif_a2b", "memif a2b"), ("xenpv_tx", "xenpv TX, static grants"),
              ("xenpv-copy_tx", "xenpv TX, grant copy"), ("xenpv_rx", "xenpv RX, static grants"),
              ("xenpv-copy_rx", "xenpv RX, grant copy"))
 SG_KEYS = [k for k, _ in SG_SETUPS]
+# A xenpv window is judged when the memif windows right before and after it agree within this
+# factor: both in one of this VM's speed spells (their rates 3x apart; one spell's memif windows
+# within 15% of each other). A pair whose memif windows disagree straddles a change of spell.
+SG_STEADY = 1.25
+SG_MIN_STEADY = 3  # fewer steady pairs than this for a setup: no judged ratio
+
+
+def sgrants_windows(doc):
+    """bench/alternate.py's JSON with each xenpv setup's netback totals read in; None if absent."""
+    if not doc or not doc.get("windows"):
+        return None
+    doc = dict(doc)
+    doc["totals"] = {k: (load_json(path) or {}).get("totals") or {} for k, path in (doc.get("netback") or {}).items()}
+    return doc
+
+
+def sgrants_pairs(windows):
+    """Each xenpv window with the memif windows right before and right after it: its rate over
+    their mean, and whether the two memif windows agree (steady: one speed spell)."""
+    pairs = {k: [] for k in SG_KEYS[1:]}
+    for i in range(1, len(windows) - 1):
+        w, before, after = windows[i], windows[i - 1], windows[i + 1]
+        if w["setup"] not in pairs or before["setup"] != "memif_a2b" or after["setup"] != "memif_a2b":
+            continue
+        m1, m2 = before["mpps"], after["mpps"]
+        if not (m1 > 0 and m2 > 0):
+            continue
+        pairs[w["setup"]].append({"ratio": w["mpps"] / ((m1 + m2) / 2), "steady": max(m1, m2) <= SG_STEADY * min(m1, m2)})
+    return pairs
 
 
 def sgrants_summary(R):
-    """Medians over the alternating rounds of the static-grants step, and the
-    xenpv/memif ratio: per direction the median of the rounds' xenpv/memif
-    ratios (each xenpv run against the memif run of its round), then the
-    slower direction. (Taking the slower of TX and RX within each round before
-    the median gave xenpv two runs' chances of this VM's slow mode against
-    memif's one.)"""
-    rounds = R.get("sgrants") or {}
-    if not rounds:
+    """The static-grants step judged: per xenpv setup, the median over its steady pairs of its
+    window's rate over its memif windows' mean (None with fewer than SG_MIN_STEADY of them);
+    then, with static grants and with grant copies, the slower direction."""
+    W = R.get("sgrants")
+    if not W:
         return None
-    med = {k: median([(r.get(k) or {}).get("mpps") for r in rounds.values()]) for k in SG_KEYS}
-    def ratio(r, key):
-        m, x = (r.get("memif_a2b") or {}).get("mpps"), (r.get(key) or {}).get("mpps")
-        return x / m if m and x else None
-    per_dir = {k: median([ratio(r, k) for r in rounds.values()]) for k in SG_KEYS[1:]}
+    windows = W["windows"]
+    pairs = sgrants_pairs(windows)
+    med = {k: median([w["mpps"] for w in windows if w["setup"] == k]) for k in SG_KEYS}
+    n = {k: sum(1 for w in windows if w["setup"] == k) for k in SG_KEYS}
+    steady = {k: [p["ratio"] for p in v if p["steady"]] for k, v in pairs.items()}
+    judged = {k: median(v) if len(v) >= SG_MIN_STEADY else None for k, v in steady.items()}
+
     def slower(a, b):
         return min(a, b) if a is not None and b is not None else None
-    return {"rounds": len(rounds), "median_mpps": med, "ratio_by_setup": per_dir,
-            "ratio_static": slower(per_dir["xenpv_tx"], per_dir["xenpv_rx"]),
-            "ratio_copy": slower(per_dir["xenpv-copy_tx"], per_dir["xenpv-copy_rx"]),
-            "copies": {k: [((r.get(k) or {}).get("static_grant_copies"), (r.get(k) or {}).get("grant_copies"))
-                           for r in rounds.values()] for k in SG_KEYS[1:]}}
-
-
-def sgrants_speeds(R):
-    """The static-grants setups compared speed for speed. This VM runs in spells at one of two
-    speeds (whole seconds at a third to a half of the usual rate, memif as much as xenpv), and
-    the judged ratio sets each xenpv run against its round's memif run whatever speed each ran
-    at. Here each setup's per-second samples of all rounds are split at half its fastest
-    second, and the median of each part ("fast", "slow") is set against memif's of the same
-    part. A setup whose fastest second is less than twice its slowest ran at one speed only:
-    no split (both parts None). A diagnostic beside the judged ratio, not a replacement."""
-    rounds = R.get("sgrants") or {}
-    out = {}
-    for k in SG_KEYS:
-        s = [x for r in rounds.values() for x in ((r.get(k) or {}).get("per_second") or [])]
-        if not s:
-            continue
-        top = max(s)
-        one_speed = min(s) > 0 and top < 2 * min(s)
-        fast = [x for x in s if x >= top / 2]
-        slow = [x for x in s if x < top / 2]
-        out[k] = {"fast": None if one_speed else median_mpps(fast), "n_fast": 0 if one_speed else len(fast),
-                  "slow": None if one_speed else median_mpps(slow), "n_slow": 0 if one_speed else len(slow),
-                  "one_speed": one_speed}
-    m = out.get("memif_a2b") or {}
-    for k, v in out.items():
-        if k == "memif_a2b":
-            continue
-        for part in ("fast", "slow"):
-            a, b = v[part], m.get(part)
-            v[part + "_over_memif"] = a / b if a and b else None
-    return out
+    totals = W.get("totals") or {}
+    return {"seconds": W.get("seconds"), "warm": W.get("warm"), "rounds": W.get("rounds"),
+            "windows": n, "median_mpps": med, "ratio_by_setup": judged,
+            "steady_pairs": {k: len(v) for k, v in steady.items()}, "pairs": {k: len(v) for k, v in pairs.items()},
+            "ratio_all_pairs": {k: median([p["ratio"] for p in v]) for k, v in pairs.items()},
+            "ratio_static": slower(judged["xenpv_tx"], judged["xenpv_rx"]),
+            "ratio_copy": slower(judged["xenpv-copy_tx"], judged["xenpv-copy_rx"]),
+            "copies": {k: ((totals.get(k) or {}).get("static_grant_copies"), (totals.get(k) or {}).get("grant_copies"))
+                       for k in SG_KEYS[1:]}}
 
 
 def sgrants_md(R):
@@ -995,39 +988,28 @@ def sgrants_md(R):
          "64-byte frames, testpmd over net_xenpv against `xpv-netback --busy-poll` (TX: txonly -> sink, RX: "
          "source -> rxonly) with static grants (the frontend registers its buffer pools; xpv-netback copies with "
          "memcpy into the mapped pages) and without (`--no-static-grants`: a grant copy per buffer, Linux "
-         "netback's answer), next to memif a2b, in alternating rounds. Ratio: each xenpv run over the memif run "
-         "of its round, the median of the rounds per direction; the slower direction is judged.", ""]
+         "netback's answer), against memif a2b. This VM runs in spells of a few seconds at one of two speeds "
+         "(memif as much as xenpv), so every setup is started once and they take turns forwarding "
+         "(`bench/alternate.py`): short windows, each xenpv window between two memif windows. A pair is that "
+         "window's rate over the mean of its two memif windows; it is steady when those two agree within "
+         f"{int(round((SG_STEADY - 1) * 100))}% (one spell). Judged: per setup the median of its steady pairs "
+         f"(at least {SG_MIN_STEADY}), then the slower direction.", ""]
     S = sgrants_summary(R)
     if not S:
         return L + ["not run in this bench.", ""]
     m = S["median_mpps"]
-    L += ["| setup | Mpps (median of %d) | over memif (median of the rounds) | copies by memcpy / grant copy "
-          "(netback, per round) |" % S["rounds"],
-          "|---|---:|---:|---|",
-          f"| memif a2b | {fmt(m['memif_a2b'])} | - | - |"]
+    L += [f"Windows of {fmt(S['seconds'], 'g')} s after {fmt(S['warm'], 'g')} s of warm-up, {S['rounds']} rounds.", "",
+          "| setup | Mpps (median of its windows) | over memif (median of steady pairs) | steady / all pairs "
+          "| over memif (median of all pairs) | copies by memcpy / grant copy (netback) |",
+          "|---|---:|---:|---:|---:|---|",
+          f"| memif a2b | {fmt(m['memif_a2b'])} ({S['windows']['memif_a2b']}) | - | - | - | - |"]
     for k, label in SG_SETUPS[1:]:
-        c = ", ".join(f"{fmt(a, ',.0f')} / {fmt(b, ',.0f')}" for a, b in S["copies"][k])
-        L.append(f"| {label} | {fmt(m[k])} | {fmt(S['ratio_by_setup'][k], '.3f')} | {c} |")
+        a, b = S["copies"][k]
+        L.append(f"| {label} | {fmt(m[k])} ({S['windows'][k]}) | {fmt(S['ratio_by_setup'][k], '.3f')} | "
+                 f"{S['steady_pairs'][k]} / {S['pairs'][k]} | {fmt(S['ratio_all_pairs'][k], '.3f')} | "
+                 f"{fmt(a, ',.0f')} / {fmt(b, ',.0f')} |")
     L += ["", f"xenpv/memif: {fmt(S['ratio_static'], '.3f')} with static grants, "
           f"{fmt(S['ratio_copy'], '.3f')} with grant copies (the slower direction).", ""]
-    V = sgrants_speeds(R)
-    if V:
-        L += ["Speed for speed (a diagnostic: this VM runs in spells at two speeds, and a round's memif and "
-              "xenpv runs need not share one): each setup's per-second samples of all rounds split at half "
-              "its fastest second, the median of each part, over memif's of the same part.", "",
-              "| setup | fast: Mpps (seconds) | over memif | slow: Mpps (seconds) | over memif |",
-              "|---|---:|---:|---:|---:|"]
-        for k, label in SG_SETUPS:
-            v = V.get(k)
-            if not v:
-                continue
-            if v["one_speed"]:
-                L.append(f"| {label} | one speed only | - | one speed only | - |")
-                continue
-            over = "-" if k == "memif_a2b" else None
-            L.append(f"| {label} | {fmt(v['fast'])} ({v['n_fast']}) | {over or fmt(v.get('fast_over_memif'), '.3f')} | "
-                     f"{fmt(v['slow'])} ({v['n_slow']}) | {over or fmt(v.get('slow_over_memif'), '.3f')} |")
-        L.append("")
     return L
 
 

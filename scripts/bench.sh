@@ -9,6 +9,9 @@
 #      xpv-netback --busy-poll (TX: txonly -> sink, RX: source -> rxonly), and
 #      over a net_memif pair (two testpmd processes, txonly -> rxonly both
 #      ways), on the same two cores
+#   2b. static grants: 64-byte xenpv TX and RX with static grants and with grant
+#      copies against memif, taking turns in one-second windows
+#      (bench/alternate.py), so that a pair shares one of this VM's speed spells
 #   3. multi-queue: testpmd io over 1, 2 and 4 queues against xpv-netback
 #   4. event mode under sustained traffic: xpv-pktgen --mode event against
 #      xpv-netback, also with --fault late-tx-rsp
@@ -28,6 +31,9 @@
 #     --quick        shorter runs (a smoke test of the whole pipeline)
 #     --only wakeup  only the wake-up latency runs (7.), printed, no report;
 #                    logs in BUILD/bench-logs-wakeup/
+#     --only sgrants only the static-grants windows (2b.), their table printed,
+#                    no report; logs in BUILD/bench-logs-sgrants/
+#                    (XPV_BENCH_SG_ROUNDS: rounds, default 12)
 #     --only nbprof  only xpv-netback's profiles (5.), both modes, their table
 #                    printed, no report; logs in BUILD/bench-logs-nbprof/
 #     --only xentcp  only the real-Xen TCP rounds (6.), their line printed, no
@@ -66,7 +72,7 @@ while (($#)); do
       [[ $ONLY =~ ^(wakeup|seed|tcp|sgrants|nbprof|xentcp)$ ]] ||
         { echo "bench: --only '$ONLY': expected wakeup, seed, tcp, sgrants, nbprof or xentcp" >&2; exit 2; } ;;
     --no-xen) XEN_TCP_ROUNDS=0; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -564,20 +570,16 @@ fi
 fi  # $ONLY != sgrants
 
 # ---------------------------------------------------------------------------
-step "throughput: testpmd over net_xenpv vs net_memif, ${SECS}s per run, cores 0+1"
+[[ $ONLY == sgrants ]] || step "throughput: testpmd over net_xenpv vs net_memif, ${SECS}s per run, cores 0+1"
 # xenpv, one direction at a time, the frontend's forwarding lcore on core 1
 # and xpv-netback (busy-polling, so it never sleeps and never needs a
 # notification) on core 0. TX: testpmd txonly -> netback sink. RX: netback
 # source -> testpmd rxonly.
-# VARIANT copy: xpv-netback refuses static grants (--no-static-grants, Linux netback's answer), so
-# it grant-copies every buffer; the default: the frontend registers its pools (netif.h
-# ADD_GREF_MAPPING) and xpv-netback copies with memcpy. RECORD: the manifest's kind.
-run_xenpv() {  # run_xenpv DIR SIZE [VARIANT [RECORD [PAIR]]]
-  local dir=$1 size=$2 variant=${3:-} kind=${4:-throughput} pair=${5:-0} name nbmode fwd field nbargs=()
-  name=xenpv-$dir-$size${variant:+-$variant}${5:+-p$pair}
-  [[ $variant == copy ]] && nbargs=(--no-static-grants)
+run_xenpv() {  # run_xenpv DIR SIZE
+  local dir=$1 size=$2 name nbmode fwd field
+  name=xenpv-$dir-$size
   if [[ $dir == tx ]]; then nbmode=sink fwd=txonly field=Tx-pps; else nbmode=source fwd=rxonly field=Rx-pps; fi
-  start_netback "$name" --mode "$nbmode" --busy-poll --source-size "$size" "${nbargs[@]}" || return
+  start_netback "$name" --mode "$nbmode" --busy-poll --source-size "$size" || return
   start_testpmd "$name" 0 -d "$PMD" --vdev "net_xenpv0,backend=sim:$NB_SOCK" -- \
     "${TESTPMD_COMMON[@]}" --forward-mode="$fwd" --txpkts="$size" \
     --display-xstats=q0_notifies,q0_events,q0_spurious_events,q0_ring_full,rx_q0_packets,tx_q0_packets
@@ -588,23 +590,23 @@ run_xenpv() {  # run_xenpv DIR SIZE [VARIANT [RECORD [PAIR]]]
     fail "$name: no $((SECS + WARM + 1)) non-zero $field samples: $(tail -3 "$LOGS/$name.testpmd.log" | tr '\n' ' ')"
   stop_pid "$tp" INT 20
   stop_netback
-  record kind="$kind" setup=xenpv${variant:+-$variant} dir="$dir" size="$size" field="$field" warm="$WARM" \
-    pair="$pair" log="$LOGS/$name.testpmd.log" netback="$LOGS/$name.netback.json"
+  record kind=throughput setup=xenpv dir="$dir" size="$size" field="$field" warm="$WARM" \
+    log="$LOGS/$name.testpmd.log" netback="$LOGS/$name.netback.json"
   show_rate "$LOGS/$name.testpmd.log" "$field" "xenpv $dir ${size}B (median $field)" "$WARM"
 }
 # memif: a server and a client testpmd, the server forwarding on core 1, the
 # client on core 0. a2b: server txonly -> client rxonly; b2a: the reverse.
-run_memif() {  # run_memif DIR SIZE [RECORD [PAIR]]
+run_memif() {  # run_memif DIR SIZE
   local dir=$1 size=$2 attempt
   for attempt in 1 2; do
-    memif_pair "$dir" "$size" "$attempt" "${3:-throughput}" "${4:-}" && return
+    memif_pair "$dir" "$size" "$attempt" && return
     ((attempt == 1)) && info "memif $dir ${size}B: no traffic; starting the pair again"
   done
   fail "memif-$dir-$size: the receiver printed fewer than $((SECS + WARM + 1)) non-zero Rx-pps samples, twice"
 }
-memif_pair() {  # memif_pair DIR SIZE ATTEMPT RECORD [PAIR]: 0 when the receiver got its samples
-  local dir=$1 size=$2 kind=$4 pair=${5:-0} name afwd bfwd sock rxlog ok=0
-  name=memif-$dir-$size${5:+-p$pair}
+memif_pair() {  # memif_pair DIR SIZE ATTEMPT: 0 when the receiver got its samples
+  local dir=$1 size=$2 name afwd bfwd sock rxlog ok=0
+  name=memif-$dir-$size
   sock=$RUN/$name-$3.memif.sock
   if [[ $dir == a2b ]]; then afwd=txonly bfwd=rxonly; else afwd=rxonly bfwd=txonly; fi
   start_testpmd "$name-a" 0 --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- \
@@ -630,7 +632,7 @@ memif_pair() {  # memif_pair DIR SIZE ATTEMPT RECORD [PAIR]: 0 when the receiver
   { stop_pid "$a" INT 20; ra=$?; stop_pid "$b" INT 20; rb=$?; } 2>>"$LOGS/$name.stop.log"
   ((ra > 128 || rb > 128)) && info "(a memif peer died of signal $((ra > 128 ? ra - 128 : rb - 128)) on exit: known, harmless here)"
   ((ok)) || return 1
-  record kind="$kind" setup=memif dir="$dir" size="$size" field=Rx-pps log="$rxlog" warm="$WARM" pair="$pair"
+  record kind=throughput setup=memif dir="$dir" size="$size" field=Rx-pps log="$rxlog" warm="$WARM"
   show_rate "$rxlog" Rx-pps "memif $dir ${size}B (median Rx-pps of the receiver)" "$WARM"
   return 0
 }
@@ -646,25 +648,26 @@ done
 
 # ---------------------------------------------------------------------------
 # Static grants (issue 12; netif.h control ring ADD_GREF_MAPPING): 64-byte xenpv TX and RX with
-# xpv-netback copying by memcpy into the registered pages against grant copies, next to memif,
-# in SG_PAIRS alternating rounds; the report judges, per direction, the median of the rounds'
-# xenpv/memif ratios (one noisy run cannot decide), and the slower direction.
-# Five: on this 2-core VM a run of either setup can sit for all its seconds at a third of its
-# usual rate (memif too), and three rounds let two such runs decide the median.
-SG_PAIRS=${XPV_BENCH_SG_PAIRS:-5}
-((QUICK)) && SG_PAIRS=1
+# xpv-netback copying by memcpy into the registered pages and with grant copies, against memif.
+# This VM runs in spells of a few seconds at one of two speeds (memif too): runs of SECS seconds
+# tens of seconds apart compared the spells as often as the setups. bench/alternate.py keeps
+# every setup running and lets them take turns in one-second windows, each xenpv window between
+# two memif windows; the report judges per setup the median over the pairs whose two memif
+# windows agree (one spell), and the slower direction.
+SG_ROUNDS=${XPV_BENCH_SG_ROUNDS:-12}
+((QUICK)) && SG_ROUNDS=3
 sgrants_step() {
-  step "static grants: 64-byte xenpv TX/RX with and without static grants, and memif, ${SG_PAIRS} alternating round(s) of ${SECS}s"
-  local pair
-  for ((pair = 1; pair <= SG_PAIRS; pair++)); do
-    # The runs compared with memif's right after it (this VM's slow mode comes in spells).
-    run_memif a2b 64 sgrants "$pair"
-    run_xenpv tx 64 "" sgrants "$pair"
-    run_xenpv rx 64 "" sgrants "$pair"
-    run_xenpv tx 64 copy sgrants "$pair"
-    run_xenpv rx 64 copy sgrants "$pair"
-  done
-  python3 "$ROOT/bench/report.py" --sgrants-table "$MANIFEST" || warn "no static-grants table"
+  step "static grants: 64-byte xenpv TX/RX with and without static grants, and memif, ${SG_ROUNDS} rounds of alternating 1 s windows"
+  local out=$LOGS/sgrants-windows.json
+  # Its own processes (it stops them itself, on SIGTERM too); a bound on the whole step.
+  if timeout -k 30 $((SG_ROUNDS * 30 + 300)) python3 "$ROOT/bench/alternate.py" --pmd "$PMD" \
+    --netback "$NETBACK" --logs "$LOGS" --run "$RUN" --out "$out" --rounds "$SG_ROUNDS" \
+    >"$LOGS/sgrants-windows.log" 2>&1; then
+    record kind=sgrants-windows file="$out"
+    python3 "$ROOT/bench/report.py" --sgrants-table "$MANIFEST" || warn "no static-grants table"
+  else
+    fail "static grants: bench/alternate.py failed: $(tail -3 "$LOGS/sgrants-windows.log" | tr '\n' ' ')"
+  fi
 }
 sgrants_step
 if [[ $ONLY == sgrants ]]; then

@@ -16,73 +16,60 @@ import check_lines  # noqa: E402
 import report  # noqa: E402
 
 
-def rounds(*rs):
-    """{"sgrants": {pair: {key: {"mpps": x}}}} from (memif, tx, rx, copy_tx, copy_rx) tuples."""
-    keys = ["memif_a2b", "xenpv_tx", "xenpv_rx", "xenpv-copy_tx", "xenpv-copy_rx"]
-    return {"sgrants": {i + 1: {k: {"mpps": v} for k, v in zip(keys, r) if v is not None}
-                        for i, r in enumerate(rs)}}
+def windows(*rounds, first_memif=50):
+    """{"sgrants": bench/alternate.py's windows} from rounds of (tx, memif, rx, memif, copy_tx, memif,
+    copy_rx, memif) rates, the run opening with a memif window of FIRST_MEMIF; None leaves a window out."""
+    keys = ["xenpv_tx", "memif_a2b", "xenpv_rx", "memif_a2b", "xenpv-copy_tx", "memif_a2b", "xenpv-copy_rx",
+            "memif_a2b"]
+    w = [{"setup": "memif_a2b", "round": 1, "mpps": first_memif}]
+    for i, r in enumerate(rounds):
+        w += [{"setup": k, "round": i + 1, "mpps": v} for k, v in zip(keys, r) if v is not None]
+    return {"sgrants": {"seconds": 1, "warm": 0.3, "rounds": len(rounds), "windows": w, "totals": {}}}
 
 
-class StaticGrantsRatio(unittest.TestCase):
-    def test_slowed_runs_in_either_direction_do_not_decide(self):
-        # This VM halves a run now and then (whole runs, memif too). Of five rounds, two have TX
-        # slowed and one RX: each direction's median is parity. Taking the slower direction
-        # inside each round first would give three slowed rounds of five, and 0.5.
-        S = report.sgrants_summary(rounds((50, 50, 50, 20, 10), (50, 25, 50, 20, 10),
-                                          (50, 50, 25, 20, 10), (50, 25, 50, 20, 10),
-                                          (48, 48, 48, 20, 10)))
-        self.assertAlmostEqual(S["ratio_static"], 1.0)
-        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 1.0)
-        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 1.0)
-
-    def test_the_slower_direction_is_judged(self):
-        S = report.sgrants_summary(rounds((50, 45, 40, 20, 10), (50, 45, 40, 20, 10),
-                                          (50, 45, 40, 20, 10)))
-        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 0.9)
-        self.assertAlmostEqual(S["ratio_static"], 0.8)
-        self.assertAlmostEqual(S["ratio_copy"], 0.2)
-
-    def test_each_run_is_set_against_the_memif_run_of_its_round(self):
-        # A slow memif round goes with the xenpv runs right after it: parity in every round.
-        S = report.sgrants_summary(rounds((50, 50, 50, 20, 10), (20, 20, 20, 8, 4),
-                                          (20, 20, 20, 8, 4)))
-        self.assertAlmostEqual(S["ratio_static"], 1.0)
-        self.assertAlmostEqual(S["median_mpps"]["memif_a2b"], 20)
-
-    def test_a_missing_run_leaves_its_round_out(self):
-        S = report.sgrants_summary(rounds((50, 40, 40, 20, 10), (None, 50, 50, 20, 10),
-                                          (50, 40, None, 20, 10)))
-        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 0.8)
-        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 0.8)
-        self.assertIsNone(report.sgrants_summary({"sgrants": {}}))
+FAST = (60, 50, 55, 50, 30, 50, 20, 50)  # tx 1.2, rx 1.1, copy_tx 0.6, copy_rx 0.4 of memif's 50
+SLOW = (18, 15, 16.5, 15, 9, 15, 6, 15)  # the same ratios in a slow spell
 
 
-def speeds(**per_second):
-    """{"sgrants": {1: {key: {"per_second": [pps...]}}}}, one round; copy_tx / copy_rx stand for the
-    keys xenpv-copy_tx / xenpv-copy_rx (no keyword argument can have a "-")."""
-    return {"sgrants": {1: {k.replace("copy_", "xenpv-copy_"): {"per_second": v} for k, v in per_second.items()}}}
+class StaticGrantsWindows(unittest.TestCase):
+    def test_each_window_is_set_against_the_memif_windows_around_it(self):
+        # Spells change from round to round: the medians of the windows (36.5 against 50 for TX)
+        # mix the spells; each window against its memif neighbours gives 1.2 in every round.
+        S = report.sgrants_summary(windows(FAST, SLOW[:-1] + (50,), FAST, SLOW[:-1] + (50,), FAST))
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 1.2)
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 1.1)
+        self.assertAlmostEqual(S["ratio_static"], 1.1)
+        self.assertAlmostEqual(S["ratio_copy"], 0.4)
 
+    def test_a_pair_straddling_a_change_of_spell_is_not_judged(self):
+        # The spell changes during the TX window of rounds 2 and 3 (memif 50 before it, 15 after):
+        # those pairs are not steady; TX is judged on rounds 1, 4 and 5.
+        change = (18, 15, 16.5, 15, 9, 15, 6, 50)
+        S = report.sgrants_summary(windows(FAST, change, change, FAST, FAST))
+        self.assertEqual(S["steady_pairs"]["xenpv_tx"], 3)
+        self.assertEqual(S["pairs"]["xenpv_tx"], 5)
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_tx"], 1.2)
+        self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 1.1)  # its pairs are all steady
+        self.assertEqual(S["steady_pairs"]["xenpv_rx"], 5)
+        # The straddling pairs (18 over the mean of 50 and 15: 0.55) are still shown over all pairs.
+        self.assertAlmostEqual(report.median([p["ratio"] for p in report.sgrants_pairs(
+            windows(FAST, change, change, change, FAST)["sgrants"]["windows"])["xenpv_tx"]]), 18 / 32.5)
 
-class StaticGrantsSpeedForSpeed(unittest.TestCase):
-    def test_each_speed_is_set_against_memifs_at_that_speed(self):
-        # memif fast for 3 s and slow for 3; xenpv TX fast for 2 and slow for 4. Run against run,
-        # the medians (12.5 and 9) would say 0.72; speed for speed it is 1.2 and 1.5.
-        V = report.sgrants_speeds(speeds(memif_a2b=[20e6, 20e6, 20e6, 5e6, 5e6, 5e6],
-                                         xenpv_tx=[24e6, 24e6, 7.5e6, 7.5e6, 7.5e6, 7.5e6]))
-        self.assertAlmostEqual(V["xenpv_tx"]["fast_over_memif"], 1.2)
-        self.assertAlmostEqual(V["xenpv_tx"]["slow_over_memif"], 1.5)
-        self.assertEqual((V["xenpv_tx"]["n_fast"], V["xenpv_tx"]["n_slow"]), (2, 4))
-        self.assertAlmostEqual(V["memif_a2b"]["fast"], 20.0)
+    def test_too_few_steady_pairs_give_no_judged_ratio(self):
+        change = (18, 15, 16.5, 15, 9, 15, 6, 50)
+        S = report.sgrants_summary(windows(change, change, FAST))
+        self.assertEqual(S["steady_pairs"]["xenpv_tx"], 1)
+        self.assertIsNone(S["ratio_by_setup"]["xenpv_tx"])
+        self.assertIsNone(S["ratio_static"])
+        self.assertIn("| xenpv TX, static grants | 18.000 (3) | n/a | 1 / 3 |",
+                      "\n".join(report.sgrants_md(windows(change, change, FAST))))
 
-    def test_a_setup_seen_at_one_speed_is_not_split(self):
-        # Its seconds all within 2x of each other: which speed it ran at is unknown, so it is not
-        # set against memif's fast or slow part.
-        V = report.sgrants_speeds(speeds(memif_a2b=[20e6, 5e6], xenpv_rx=[9e6, 12e6, 10e6]))
-        self.assertTrue(V["xenpv_rx"]["one_speed"])
-        self.assertIsNone(V["xenpv_rx"]["fast_over_memif"])
-        self.assertIsNone(V["xenpv_rx"]["slow_over_memif"])
-        self.assertIn("| xenpv RX, static grants | one speed only |",
-                      "\n".join(report.sgrants_md(speeds(memif_a2b=[20e6, 5e6], xenpv_rx=[9e6, 12e6]))))
+    def test_a_window_without_memif_on_both_sides_is_no_pair(self):
+        # Round 2's memif window after TX is missing (the run stopped there).
+        S = report.sgrants_summary(windows(FAST, (60, None, 55, 50, 30, 50, 20, 50), FAST, FAST))
+        self.assertEqual(S["pairs"]["xenpv_tx"], 3)
+        self.assertEqual(S["pairs"]["xenpv_rx"], 3)
+        self.assertIsNone(report.sgrants_summary({"sgrants": None}))
 
 
 class RealXenTcpLine(unittest.TestCase):
