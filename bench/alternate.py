@@ -5,10 +5,11 @@
     python3 bench/alternate.py --pmd SO --netback BIN --logs DIR --out FILE.json [--rounds N]
                                [--seconds S] [--warm S]
 
-This 2-core VM runs in spells at two speeds: for a few seconds at a time every setup
-(memif too) forwards at a third of its usual rate, with no steal time in the guest. Runs of
-eight seconds a few tens of seconds apart fall in different spells as often as not, so a
-ratio of two such runs measures the spells. Here every setup is started once and kept:
+This 2-core VM runs in spells: for seconds to a minute at a time every setup (memif too)
+forwards at a third of its usual rate, with no steal time in the guest (the host places the
+two vCPUs apart: a cache line's round trip between them takes 5x longer). Runs of eight
+seconds a few tens of seconds apart fall in different spells as often as not, so a ratio of
+two such runs measures the spells. Here every setup is started once and kept:
 memif (a txonly server and an rxonly client) and four xenpv setups (testpmd over net_xenpv
 against its own `xpv-netback --busy-poll`: TX to a sink and RX from a source, with static
 grants and with `--no-static-grants`). Only one forwards at a time. A round is
