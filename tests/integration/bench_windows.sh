@@ -1,0 +1,65 @@
+#!/bin/bash
+# make bench's static-grants driver (bench/alternate.py) through real processes: one round of
+# short windows, and a start that fails half-way. What make bench relies on: every setup
+# forwards in its own window and in the mode it names, the windows come in the order the report
+# pairs them, and nothing it started outlives it. Sourced by tests/integration/run.sh after
+# pmd.sh (or pmd_session_alone): PMD_SO, NETBACK.
+
+# alt_leftovers TAG: processes of the driver's run TAG still alive (its file prefixes and sockets
+# carry the driver's pid, its logs folder TAG).
+alt_leftovers() { pgrep -af -- "$RUN/$1" | grep -v pgrep; }
+
+check_bench_windows() {
+  local name=bench-windows dir=$RUN/alt-ok out=$RUN/alt-ok.json
+  mkdir -p "$dir"
+  timeout -k 10 240 python3 bench/alternate.py --pmd "$PMD_SO" --netback "$NETBACK" --logs "$dir" \
+    --out "$out" --rounds 1 --seconds 0.3 --warm 0.2 >"$RUN/alt-ok.log" 2>&1
+  local rc=$?
+  local left
+  left=$(alt_leftovers alt-ok)
+  ((rc == 0)) || { fail $name "bench/alternate.py exited $rc: $(tail -3 "$RUN/alt-ok.log" | tr '\n' ' ')"; return; }
+  [[ -z $left ]] || { fail $name "processes left running: $left"; return; }
+  local verdict
+  verdict=$(python3 - "$out" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+order = ["memif_a2b", "xenpv_tx", "memif_a2b", "xenpv_rx", "memif_a2b", "xenpv-copy_tx", "memif_a2b",
+         "xenpv-copy_rx", "memif_a2b"]
+got = [w["setup"] for w in d["windows"]]
+if got != order:
+    sys.exit(f"windows {got}, expected {order}")
+slow = [w for w in d["windows"] if not w["mpps"] > 0.01]
+if slow:
+    sys.exit(f"windows without traffic: {slow}")
+t = {k: json.load(open(p))["totals"] for k, p in d["netback"].items()}
+for k in ("xenpv_tx", "xenpv_rx"):  # static grants: memcpy into registered pages
+    if not (t[k]["static_grant_copies"] > 1000000 and t[k]["grant_copies"] < t[k]["static_grant_copies"] / 1000):
+        sys.exit(f"{k}: {t[k]['static_grant_copies']} copies by memcpy, {t[k]['grant_copies']} grant copies")
+for k in ("xenpv-copy_tx", "xenpv-copy_rx"):  # --no-static-grants: grant copies only
+    if not (t[k]["static_grant_copies"] == 0 and t[k]["grant_copies"] > 1000000):
+        sys.exit(f"{k}: {t[k]['static_grant_copies']} copies by memcpy, {t[k]['grant_copies']} grant copies")
+print(" ".join(f"{w['setup']} {w['mpps']:.1f}" for w in d["windows"]))
+EOF
+  ) || { fail $name "$verdict"; return; }
+  pass $name "9 windows in order, Mpps: $verdict; static grants copied by memcpy, --no-static-grants by grant copy; nothing left running"
+}
+
+# A setup that cannot start (here xpv-netback is not a netback): a message naming it, exit 1,
+# and the memif pair already started is stopped.
+check_bench_windows_failed_start() {
+  local name=bench-windows-failed-start dir=$RUN/alt-bad
+  mkdir -p "$dir"
+  timeout -k 10 120 python3 bench/alternate.py --pmd "$PMD_SO" --netback /bin/false --logs "$dir" \
+    --out "$RUN/alt-bad.json" --rounds 1 >"$RUN/alt-bad.log" 2>&1
+  local rc=$? left
+  left=$(alt_leftovers alt-bad)
+  if ((rc != 1)); then
+    fail $name "exit status $rc, expected 1: $(tail -3 "$RUN/alt-bad.log" | tr '\n' ' ')"
+  elif ! grep -q "alternate-xenpv_tx: xpv-netback did not start" "$RUN/alt-bad.log"; then
+    fail $name "no message naming the setup: $(tail -3 "$RUN/alt-bad.log" | tr '\n' ' ')"
+  elif [[ -n $left ]]; then
+    fail $name "processes left running: $left"
+  else
+    pass $name "exit 1: $(tail -1 "$RUN/alt-bad.log"); the memif pair stopped"
+  fi
+}
