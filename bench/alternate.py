@@ -218,11 +218,11 @@ def main():
             pps = window(start, stop, sampler, a.warm, a.seconds)
             if pps <= 0:
                 raise Failed(f"{setup}: no packets in round {rnd}'s window; see its logs in {a.logs}")
-            windows.append({"setup": "memif_a2b" if setup == "memif" else setup, "round": rnd,
+            windows.append({"setup": setup, "round": rnd,
                             "start": round(t, 3), "mpps": pps / 1e6})
 
         def memif_window(rnd):
-            measure("memif", rnd, memif_start, memif_stop, lambda: mb.pps("Rx-pps"))
+            measure("memif_a2b", rnd, memif_start, memif_stop, lambda: mb.pps("Rx-pps"))
 
         memif_window(1)
         for rnd in range(1, a.rounds + 1):
