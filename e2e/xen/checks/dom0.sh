@@ -277,27 +277,40 @@ action_reattach() {
 #   nsa (10.77.0.1, veth 02:77:00:00:00:01) - xpvtcpa - vif 2 = domU = vif 3 - xpvtcpb - nsb
 # (10.77.0.2, 02:77:00:00:00:02, iperf3's server). Whatever joins vifs 2 and 3 in the domU (a
 # Linux bridge over the kernel netfronts, testpmd between two net_xenpv ports) carries the TCP.
+# With XPV_E2E_TCP_WINDOWS (check tcp-windows), a second way between the same namespaces through
+# vifs 4 and 5, so that two ways across the domU are ready at once and take turns:
+#   nsa (10.78.0.1, vethc 02:77:00:00:00:03) - xpvtcpc - vif 4 = domU = vif 5 - xpvtcpd - nsb
+# (10.78.0.2, vethd 02:77:00:00:00:04, a second iperf3 server).
 TCP_NS_A=10.77.0.1
 TCP_NS_B=10.77.0.2
+TCP_NS_C=10.78.0.1
+TCP_NS_D=10.78.0.2
 tcp_net_setup() {
-    local x
-    for x in a b; do
+    local x ns mac
+    for x in a b c d; do
+        [[ $x == [cd] && -z ${XPV_E2E_TCP_WINDOWS:-} ]] && continue
+        case $x in a) ns=nsa mac=01 ;; b) ns=nsb mac=02 ;; c) ns=nsa mac=03 ;; d) ns=nsb mac=04 ;; esac
         ip link add "xpvtcp$x" type bridge &&
             ip link set "xpvtcp$x" up &&
-            ip netns add "ns$x" &&
-            ip link add "veth$x" address "02:77:00:00:00:0$([[ $x == a ]] && echo 1 || echo 2)" \
-                type veth peer name "veth$x-br" &&
-            ip link set "veth$x" netns "ns$x" &&
+            { [[ -e /run/netns/$ns ]] || ip netns add "$ns"; } &&
+            ip link add "veth$x" address "02:77:00:00:00:$mac" type veth peer name "veth$x-br" &&
+            ip link set "veth$x" netns "$ns" &&
             ip link set "veth$x-br" master "xpvtcp$x" up &&
-            ip -n "ns$x" link set lo up &&
-            ip -n "ns$x" link set "veth$x" up || return 1
+            ip -n "$ns" link set lo up &&
+            ip -n "$ns" link set "veth$x" up || return 1
     done
     ip -n nsa addr add "$TCP_NS_A/24" dev vetha &&
         ip -n nsb addr add "$TCP_NS_B/24" dev vethb &&
-        ip netns exec nsb iperf3 -s -D -B "$TCP_NS_B" --logfile "$XPV_RUN_DIR/iperf3-server.log"
+        ip netns exec nsb iperf3 -s -D -B "$TCP_NS_B" --logfile "$XPV_RUN_DIR/iperf3-server.log" || return 1
+    [[ -n ${XPV_E2E_TCP_WINDOWS:-} ]] || return 0
+    ip -n nsa addr add "$TCP_NS_C/24" dev vethc &&
+        ip -n nsb addr add "$TCP_NS_D/24" dev vethd &&
+        ip netns exec nsb iperf3 -s -D -B "$TCP_NS_D" --logfile "$XPV_RUN_DIR/iperf3-server-d.log"
 }
 
-# action_iperf SECONDS: iperf3 TCP from nsa to nsb for SECONDS through the domU: "mbit=<received
+# action_iperf SECONDS [WAY [OMIT]]: iperf3 TCP from nsa to nsb for SECONDS through the domU, by
+# vifs 2 and 3 (WAY a, the default) or 4 and 5 (WAY c, tcp-windows), after OMIT seconds not
+# counted (iperf3 -O: TCP's slow start, for short windows): "mbit=<received
 # Mbit/s> retransmits=<n> bytes=<received> csum_errors=<TcpInCsumErrors of both namespaces>
 # cpu_dom0=<%> cpu_domu=<%> pcpus=<n>": the CPU time Xen accounted to dom0 and to the domU
 # (xl list's Time(s)) over the run, in % of one physical CPU, and how many there are: where
@@ -305,8 +318,14 @@ tcp_net_setup() {
 # Then "irqs_tx=<n> irqs_rx=<n>": the interrupts netback took on vifs 2 and 3 over the run, for
 # requests the domU pushed on the TX rings and on the RX rings (each costs dom0 an upcall).
 action_iperf() {
-    local secs=$1 e0 e1 out c0 c1 w0 w1 pcpus t0 t1 r0 r1
-    vif_irqs() { action_irqs "vif$XPV_DOMID\\.[23]-q[0-9]+-$1"; }
+    local secs=$1 way=${2:-a} omit=${3:-0} e0 e1 out c0 c1 w0 w1 pcpus t0 t1 r0 r1 server vifs
+    case $way in
+        a) server=$TCP_NS_B vifs=(2 3) ;;
+        c) server=$TCP_NS_D vifs=(4 5) ;;
+        *) echo "iperf: no way '$way' (a: vifs 2 and 3, c: vifs 4 and 5)"; return 2 ;;
+    esac
+    [[ $secs =~ ^[0-9]+$ && $omit =~ ^[0-9]+$ ]] || { echo "iperf: SECONDS '$secs' and OMIT '$omit' want whole numbers"; return 2; }
+    vif_irqs() { action_irqs "vif$XPV_DOMID\\.[${vifs[0]}${vifs[1]}]-q[0-9]+-$1"; }
     xl_cpu_seconds() {  # "<dom0 seconds> <all other domains' seconds>"
         xl list | awk 'NR > 1 { if ($2 == 0) d += $NF; else u += $NF } END { printf "%.1f %.1f\n", d, u }'
     }
@@ -315,7 +334,7 @@ action_iperf() {
     # domU's RX queue full or stalled, xenvif_start_xmit), "from the guest" their rx_dropped.
     vif_drops() {
         local d n=0 v
-        for d in 2 3; do
+        for d in "${vifs[@]}"; do
             v=$(cat "/sys/class/net/vif$XPV_DOMID.$d/statistics/$1" 2>/dev/null)
             n=$((n + ${v:-0}))
         done
@@ -349,7 +368,7 @@ action_iperf() {
     local d0 d1 f0 f1
     d0=$(vif_drops tx_dropped) f0=$(vif_drops rx_dropped)
     t0=$(vif_irqs tx) r0=$(vif_irqs rx) c0=$(xl_cpu_seconds) w0=$EPOCHREALTIME
-    out=$(timeout $((secs + 60)) ip netns exec nsa iperf3 -c "$TCP_NS_B" -t "$secs" -J --connect-timeout 20000 2>&1)
+    out=$(timeout $((secs + omit + 60)) ip netns exec nsa iperf3 -c "$server" -t "$secs" -O "$omit" -J --connect-timeout 20000 2>&1)
     c1=$(xl_cpu_seconds) w1=$EPOCHREALTIME t1=$(vif_irqs tx) r1=$(vif_irqs rx)
     d1=$(vif_drops tx_dropped) f1=$(vif_drops rx_dropped)
     e1=$(csum_errors)
@@ -396,9 +415,12 @@ XPV_E2E_NONPV_XL=""  # more xl config lines for them (scripts/e2e-xen.sh, from i
 for type in $XPV_E2E_GUEST_TYPES; do
     case $type in
         pv)
-            # vifs 2 and 3 for TCP through the domU (checks/tcp.sh), in the PV domU only.
+            # vifs 2 and 3 for TCP through the domU (checks/tcp.sh), in the PV domU only; 4 and 5
+            # as well for tcp-windows.
             if tcp_net_setup; then
                 XPV_DOMU_VIFS+=("bridge=xpvtcpa,mac=00:16:3e:00:00:12" "bridge=xpvtcpb,mac=00:16:3e:00:00:13")
+                [[ -n ${XPV_E2E_TCP_WINDOWS:-} ]] &&
+                    XPV_DOMU_VIFS+=("bridge=xpvtcpc,mac=00:16:3e:00:00:14" "bridge=xpvtcpd,mac=00:16:3e:00:00:15")
             else
                 xpv_check tcp-net-setup FAIL "dom0's namespaces and bridges for TCP through the domU"
             fi

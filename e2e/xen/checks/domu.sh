@@ -959,6 +959,8 @@ else
     xpv_check testpmd-net-xenpv FAIL "testpmd did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
 fi
 xpv_run_checks app-sigkill-restart tcp-through-domu
+# The kernel bridge and the DPDK ways in alternating windows (make bench: XPV_E2E_TCP_WINDOWS).
+[[ -n ${XPV_E2E_TCP_WINDOWS:-} ]] && XPV_CHECK_TIMEOUT=3000 xpv_run_checks tcp-windows
 # RSS through Linux netback's control ring, 4 queues (XPV_E2E_RSS=0 make e2e-xen leaves it out).
 [[ ${XPV_E2E_RSS:-1} == 1 ]] && xpv_run_checks rss-linux-netback
 xpv_run_checks seed-experiment event-mode

@@ -33,6 +33,23 @@ TCP_ROUNDS=${XPV_E2E_TCP_ROUNDS:-1}
 TCP_FIGURES=$XPV_RUN_DIR/tcp-figures  # "label mbit retransmits" lines, for the bench report
 TCP_MAC_A=02:77:00:00:00:01           # nsa's veth
 TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
+# Check tcp-windows (make bench): the kernel bridge over vifs 2 and 3 and a DPDK forwarder over
+# vifs 4 and 5 (dom0's second way between nsa and nsb) both ready, taking turns in windows of
+# TCP_WINDOW_SECONDS (after 1 s that iperf3 does not count: slow start), TCP_WINDOWS windows of
+# each DPDK way, each between two kernel-bridge windows. Unset: the check does not run.
+TCP_WINDOWS=${XPV_E2E_TCP_WINDOWS:-0}
+TCP_WINDOW_SECONDS=${XPV_E2E_TCP_WINDOW_SECONDS:-3}
+TCP_WINDOW_OMIT=1
+TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows  # "label mbit dom0%/domU%" lines, in the order run
+# The vifs the DPDK forwarders use and the MACs their ports send to (nsa's, nsb's veth on that
+# way): vifs 2 and 3 (tcp-through-domu), or 4 and 5 (tcp_way c).
+TCP_VIF0=2 TCP_VIF1=3 TCP_PEER0=$TCP_MAC_A TCP_PEER1=$TCP_MAC_B
+tcp_way() {
+    case $1 in
+        a) TCP_VIF0=2 TCP_VIF1=3 TCP_PEER0=$TCP_MAC_A TCP_PEER1=$TCP_MAC_B ;;
+        c) TCP_VIF0=4 TCP_VIF1=5 TCP_PEER0=02:77:00:00:00:03 TCP_PEER1=02:77:00:00:00:04 ;;
+    esac
+}
 
 # tcp_kv TEXT KEY...: the values of KEY=VALUE fields in TEXT (dom0's iperf summary), joined by "/".
 tcp_kv() {
@@ -65,12 +82,13 @@ TCP_OLD_LIMIT=
 # tcp_cleanup: whatever the check left running or changed (its EXIT trap: fail exits).
 tcp_cleanup() {
     [[ -n ${TP_PID:-} ]] && kill -0 "$TP_PID" 2>/dev/null && tcp_testpmd_stop
+    [[ -n ${FWD_PID:-} ]] && tcp_fwd_stop
     ip link del xpvbr 2>/dev/null
     [[ -n $TCP_OLD_LIMIT ]] && echo "$TCP_OLD_LIMIT" >"$GNTALLOC_LIMIT"
 }
 
 # tcp_testpmd_start FWD DEVARGS: an interactive testpmd on fd 7 (domu.sh's tp works with it)
-# with net_xenpv ports on vifs 2 and 3; port 0 sends to nsa, port 1 to nsb. Not in a
+# with net_xenpv ports on vifs 2 and 3 (TCP_VIF0/1); port 0 sends to nsa, port 1 to nsb. Not in a
 # subshell: it sets TP_PID and fd 7 for the caller. On failure, TCP_ERR says why.
 tcp_testpmd_start() {
     local start=$SECONDS
@@ -79,9 +97,9 @@ tcp_testpmd_start() {
     mkfifo "$TP_FIFO"
     exec 7<>"$TP_FIFO"
     stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix tcp \
-        --lcores=0@0,1@0 --vdev "net_xenpv0,vif=2$2" --vdev "net_xenpv1,vif=3$2" -- -i \
-        --total-num-mbufs=8192 --forward-mode="$1" --eth-peer="0,$TCP_MAC_A" \
-        --eth-peer="1,$TCP_MAC_B" <&7 >"$TP_LOG" 2>&1 &
+        --lcores=0@0,1@0 --vdev "net_xenpv0,vif=$TCP_VIF0$2" --vdev "net_xenpv1,vif=$TCP_VIF1$2" -- -i \
+        --total-num-mbufs=8192 --forward-mode="$1" --eth-peer="0,$TCP_PEER0" \
+        --eth-peer="1,$TCP_PEER1" <&7 >"$TP_LOG" 2>&1 &
     TP_PID=$!
     until (($(prompts) >= 1)); do
         if ! kill -0 "$TP_PID" 2>/dev/null || ((SECONDS - start > 600)); then
@@ -148,38 +166,58 @@ tcp_tp_drops() {
     echo "$txd/$(tcp_xstat_sum q0_ring_full)/$(tcp_xstat_sum rx_q0_nombuf)"
 }
 
-# tcp_fwd_run LABEL DEVARGS [XPV_FWD_OPTION...]: one iperf3 run through xpv-fwd between vifs 2
-# and 3; prints tcp_iperf's summary, then xpv-fwd's counts as "fwd: ..." on one line.
-tcp_fwd_run() {
-    local label=$1 devargs=$2 start=$SECONDS pid out rc log=$XPV_RUN_DIR/xpv-fwd-$1.log
+# tcp_fwd_start LABEL DEVARGS [XPV_FWD_OPTION...]: xpv-fwd between vifs 2 and 3 (TCP_VIF0/1),
+# forwarding; sets FWD_PID and FWD_LOG. On failure, TCP_ERR says why.
+tcp_fwd_start() {
+    local label=$1 devargs=$2 start=$SECONDS
     shift 2
+    FWD_LOG=$XPV_RUN_DIR/xpv-fwd-$label.log
     /usr/bin/xpv-fwd --no-huge -m 256 --no-pci --no-shconf --file-prefix "tcp$label" --lcores=0@0 \
-        --vdev "net_xenpv0,vif=2$devargs" --vdev "net_xenpv1,vif=3$devargs" -- \
-        --eth-peer "0,$TCP_MAC_A" --eth-peer "1,$TCP_MAC_B" "$@" >"$log" 2>&1 &
-    pid=$!
-    until grep -q "^xpv-fwd: forwarding" "$log" 2>/dev/null; do
-        if ! kill -0 "$pid" 2>/dev/null || ((SECONDS - start > 600)); then
-            kill -KILL "$pid" 2>/dev/null
-            echo "xpv-fwd did not come up: $(tail -n 5 "$log" | tr '\n' ' ')"
+        --vdev "net_xenpv0,vif=$TCP_VIF0$devargs" --vdev "net_xenpv1,vif=$TCP_VIF1$devargs" -- \
+        --eth-peer "0,$TCP_PEER0" --eth-peer "1,$TCP_PEER1" "$@" >"$FWD_LOG" 2>&1 &
+    FWD_PID=$!
+    until grep -q "^xpv-fwd: forwarding" "$FWD_LOG" 2>/dev/null; do
+        if ! kill -0 "$FWD_PID" 2>/dev/null || ((SECONDS - start > 600)); then
+            kill -KILL "$FWD_PID" 2>/dev/null
+            FWD_PID=
+            TCP_ERR="xpv-fwd did not come up: $(tail -n 5 "$FWD_LOG" | tr '\n' ' ')"
             return 1
         fi
         sleep 1
     done
+}
+
+# tcp_fwd_stop: xpv-fwd stopped (SIGINT: it prints its counts on the way out).
+tcp_fwd_stop() {
+    local i
+    [[ -n ${FWD_PID:-} ]] || return 0
+    kill -INT "$FWD_PID" 2>/dev/null
+    for ((i = 0; i < 60; i++)); do kill -0 "$FWD_PID" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$FWD_PID" 2>/dev/null
+    wait "$FWD_PID" 2>/dev/null
+    FWD_PID=
+}
+
+# tcp_fwd_counts: xpv-fwd's counts from its log (after tcp_fwd_stop), on one line.
+tcp_fwd_counts() { grep -E '^xpv-fwd: (port [01]: rx|sleeps)' "$FWD_LOG" | tr '\n' ' '; }
+
+# tcp_fwd_run LABEL DEVARGS [XPV_FWD_OPTION...]: one iperf3 run through xpv-fwd between vifs 2
+# and 3; prints tcp_iperf's summary, then xpv-fwd's counts as "fwd: ..." on one line.
+tcp_fwd_run() {
+    local label=$1 out rc
+    tcp_fwd_start "$@" || { echo "$TCP_ERR"; return 1; }
     # Its CPU time over the iperf3 run (utime + stime, /proc/PID/stat fields 14 and 15): how
     # much of the domU's one vCPU forwarding took.
     local t0 t1 w0=$EPOCHREALTIME
-    t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    t0=$(awk '{print $14 + $15}' "/proc/$FWD_PID/stat")
     out=$(tcp_iperf "$label")
     rc=$?
-    t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    t1=$(awk '{print $14 + $15}' "/proc/$FWD_PID/stat")
     local cpu
     cpu=$(python3 -c "print('%.0f' % (100.0 * ($t1 - $t0) / $(getconf CLK_TCK) / ($EPOCHREALTIME - $w0)))")
-    kill -INT "$pid"
-    for ((start = 0; start < 60; start++)); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
+    tcp_fwd_stop
     echo "$out"
-    echo "fwd: $(grep -E '^xpv-fwd: (port [01]: rx|sleeps)' "$log" | tr '\n' ' ') cpu ${cpu}%"
+    echo "fwd: $(tcp_fwd_counts) cpu ${cpu}%"
     return $rc
 }
 
@@ -210,10 +248,16 @@ tcp_kernel_up() {
 # tcp_kernel_down: the bridge removed, vifs 2 and 3 unbound from xen-netfront (state Closed),
 # free for net_xenpv.
 tcp_kernel_down() {
-    local i
     ip link del xpvbr
-    for i in 2 3; do
-        echo "vif-$i" >/sys/bus/xen/drivers/vif/unbind
+    tcp_netfront_unbind 2 3
+}
+
+# tcp_netfront_unbind VIF...: the vifs unbound from xen-netfront (state Closed), free for
+# net_xenpv; fails the check when one does not close.
+tcp_netfront_unbind() {
+    local i
+    for i; do
+        [[ -e /sys/bus/xen/drivers/vif/vif-$i ]] && echo "vif-$i" >/sys/bus/xen/drivers/vif/unbind
         xpv_xs_wait "device/vif/$i/state" 6 30 || fail "vif $i: frontend state $(xenstore-read "device/vif/$i/state") after unbinding xen-netfront"
     done
 }
@@ -225,8 +269,21 @@ tcp_kernel_down() {
 # received, kept in their pages and sent by those pages' grants: of both ports); fails the
 # check when testpmd refuses the set-up, the run fails or no LRO or TSO packet went through.
 tcp_testpmd_on() {
+    local x
+    tcp_testpmd_offloads "${2:-}"
+    tp "start" >/dev/null
+    nice_lcore_workers "$TP_PID" 0 >/dev/null
+    TCP_ON=$(tcp_iperf "$1") || { tcp_testpmd_stop; fail "testpmd csum between net_xenpv ports, LRO/TSO/checksum offload ($1): $TCP_ON"; }
+    x=$(tp "stop")
+    tcp_testpmd_on_counts "$1" "$x"
+}
+
+# tcp_testpmd_offloads [DEVARGS]: testpmd's csum engine between net_xenpv ports with LRO, TSO and
+# checksum offload, waiting for room in a full TX ring (tcp_tx_retry), not forwarding yet; fails
+# the check when testpmd refuses the set-up.
+tcp_testpmd_offloads() {
     local c x bad=""
-    tcp_testpmd_start csum "${2:-}" || fail "net_xenpv, offloads on${2:+ ($2)}: $TCP_ERR"
+    tcp_testpmd_start csum "${1:-}" || fail "net_xenpv, offloads on${1:+ ($1)}: $TCP_ERR"
     # (testpmd takes "all" for neither rx_offload nor tx_offload: "Bad arguments".)
     for c in "port stop all" "port config 0 rx_offload tcp_lro on" "port config 1 rx_offload tcp_lro on" \
         "port config 0 rx_offload tcp_cksum on" "port config 1 rx_offload tcp_cksum on" \
@@ -239,10 +296,13 @@ tcp_testpmd_on() {
     done
     [[ -z $bad ]] || { tcp_testpmd_stop; fail "testpmd refused the offload set-up:$bad"; }
     tcp_tx_retry csum
-    tp "start" >/dev/null
-    nice_lcore_workers "$TP_PID" 0 >/dev/null
-    TCP_ON=$(tcp_iperf "$1") || { tcp_testpmd_stop; fail "testpmd csum between net_xenpv ports, LRO/TSO/checksum offload ($1): $TCP_ON"; }
-    x=$(tp "stop")
+}
+
+# tcp_testpmd_on_counts LABEL STOP_OUTPUT: after testpmd's last "stop", the counts
+# tcp_testpmd_on sets (TCP_ON_DROPS, TCP_ON_LRO...); testpmd quit; fails the check when no LRO or
+# TSO packet went through.
+tcp_testpmd_on_counts() {
+    local x=$2
     tcp_xstats_take
     TCP_ON_DROPS=$(tcp_tp_drops "$x")
     TCP_ON_LRO=$(tcp_xstat 0 rx_q0_lro_packets)
@@ -391,4 +451,94 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
     pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=50 zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=50 zero-copy/kernel $med_sl; testpmd on with idle_sleep=50 zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
+}
+
+# ---- tcp-windows (make bench) -----------------------------------------------------------------
+# tcp_window LABEL WAY: one window, iperf3 through WAY (a: the kernel bridge on vifs 2 and 3, c: the
+# forwarder on vifs 4 and 5) for TCP_WINDOW_SECONDS after TCP_WINDOW_OMIT; its line to
+# TCP_WINDOWS_FILE; prints its Mbit/s, or why it failed (status 1; a checksum error fails it).
+tcp_window() {
+    local out mbit
+    out=$(xpv_dom0 iperf "$TCP_WINDOW_SECONDS" "$2" "$TCP_WINDOW_OMIT") || { echo "$out"; return 1; }
+    mbit=$(tcp_kv "$out" mbit)
+    [[ -n $mbit && $(tcp_kv "$out" csum_errors) == 0 ]] || { echo "$out"; return 1; }
+    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu)" >>"$TCP_WINDOWS_FILE"
+    echo "$mbit"
+}
+
+# tcp_windows_way NAME START STOP: TCP_WINDOWS windows of NAME (way c), each between two windows of
+# the kernel bridge (way a). START and STOP let NAME forward and stop it around its windows.
+tcp_windows_way() {
+    local name=$1 start=$2 stop=$3 i x rc
+    x=$(tcp_window kernel a) || fail "the kernel bridge's window before $name's first: $x"
+    for ((i = 1; i <= TCP_WINDOWS; i++)); do
+        $start
+        x=$(tcp_window "$name" c)
+        rc=$?
+        $stop
+        ((rc == 0)) || fail "$name, window $i of $TCP_WINDOWS: $x"
+        x=$(tcp_window kernel a) || fail "the kernel bridge's window after $name's window $i: $x"
+    done
+}
+
+tcp_tp_go() { tp "start" >/dev/null && nice_lcore_workers "$TP_PID" 0 >/dev/null; }
+tcp_tp_halt() { TCP_TP_STOP=$(tp "stop"); }
+
+# The DPDK ways of the windows, each against the kernel bridge: NAME PROGRAM DEVARGS. testpmd:
+# the csum engine with the offloads, stopped between its windows; xpv-fwd: the offloads, asleep
+# on RX interrupts between its windows.
+TCP_WINDOW_WAYS=("testpmd-on testpmd" "fwd-on xpv-fwd" "fwd-zc xpv-fwd ,zerocopy=1"
+    "testpmd-sleep testpmd ,idle_sleep=50,zerocopy=1")
+
+check_tcp_windows() {
+    local i way name prog devargs judged
+    rm -f "$TCP_WINDOWS_FILE"
+    TP_PID= FWD_PID=
+    trap tcp_cleanup EXIT
+    for i in 2 3 4 5; do
+        [[ -n $(xenstore-read "device/vif/$i/backend" 2>/dev/null) ]] ||
+            fail "the domU has no vif $i (dom0's tcp_net_setup with XPV_E2E_TCP_WINDOWS)"
+    done
+    TCP_OLD_LIMIT=$(<"$GNTALLOC_LIMIT") || fail "no $GNTALLOC_LIMIT"
+    ((TCP_OLD_LIMIT >= 2048)) || echo 2048 >"$GNTALLOC_LIMIT" || fail "cannot raise gntalloc's limit to 2048"
+    tcp_kernel_up
+    tcp_netfront_unbind 4 5
+    tcp_way c
+    for way in "${TCP_WINDOW_WAYS[@]}"; do
+        read -r name prog devargs <<<"$way"
+        if [[ $prog == xpv-fwd ]]; then
+            tcp_fwd_start "$name-w" "$devargs" || fail "$name: $TCP_ERR"
+            tcp_windows_way "$name" : :
+            tcp_fwd_stop
+        else
+            tcp_testpmd_offloads "$devargs"
+            tcp_windows_way "$name" tcp_tp_go tcp_tp_halt
+            tcp_testpmd_on_counts "$name" "$TCP_TP_STOP"
+        fi
+    done
+    tcp_way a
+    ip link del xpvbr
+    tcp_netfront_unbind 2 3
+    # Each DPDK window against the mean of the kernel-bridge windows right before and after it;
+    # steady when those two agree within 25% (one of the VM's speed spells, as make bench's
+    # memif windows); per way the median of the steady pairs (at least 3), and of all pairs.
+    judged=$(python3 - "$TCP_WINDOWS_FILE" <<'EOF'
+import statistics, sys
+w = [(l.split()[0], float(l.split()[1])) for l in open(sys.argv[1]) if l.strip()]
+ways, out = [], []
+for i in range(1, len(w) - 1):
+    (a, ka), (n, x), (b, kb) = w[i - 1], w[i], w[i + 1]
+    if n == "kernel" or a != "kernel" or b != "kernel":
+        continue
+    if n not in ways:
+        ways.append(n)
+    out.append((n, x / max(0.1, (ka + kb) / 2), max(ka, kb) <= 1.25 * min(ka, kb)))
+for n in ways:
+    r = [x for m, x, _ in out if m == n]
+    s = [x for m, x, st in out if m == n and st]
+    med = "%.2f" % statistics.median(s) if len(s) >= 3 else "n/a"
+    print("%s/kernel %s (%d of %d pairs steady; all pairs %.2f)" % (n, med, len(s), len(r), statistics.median(r)), end="; ")
+EOF
+    ) || fail "cannot judge the windows: $judged"
+    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
 }
