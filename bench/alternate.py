@@ -3,7 +3,7 @@
 """Static grants against memif in alternating one-second windows (issue 12's comparison).
 
     python3 bench/alternate.py --pmd SO --netback BIN --logs DIR --out FILE.json [--rounds N]
-                               [--seconds S] [--warm S]
+                               [--seconds S] [--warm S] [--size BYTES] [--setups NAME,...]
 
 This 2-core VM runs in spells: for seconds to a minute at a time every setup (memif too)
 forwards at a third of its usual rate, with no steal time in the guest (the host places the
@@ -17,14 +17,16 @@ grants and with `--no-static-grants`). Only one forwards at a time. A round is
     memif, xenpv TX, memif, xenpv RX, memif, TX grant copy, memif, RX grant copy, (memif ...)
 
 each window WARM seconds of warm-up and SECONDS measured, so that every xenpv window has a
-memif window right before and right after it, a second or two away.
+memif window right before and right after it, a second or two away. Frames are --size bytes
+(64 by default); --setups picks xenpv setups by name (make bench's throughput step at 256 and
+1500 bytes runs xenpv_tx,xenpv_rx: xpv-netback's default, static grants).
 
 A window's rate is testpmd's own "Throughput (since last show)" of `show port stats`: one
 at the end of the warm-up, the next SECONDS later. Between its windows a testpmd is stopped
 (`stop`: its forwarding lcore waits, it does not poll) and its xpv-netback is paused with
 SIGSTOP, so that the setup forwarding has both cores.
 
-Writes FILE.json: {"seconds", "warm", "rounds", "windows": [{"setup", "round", "start",
+Writes FILE.json: {"size", "seconds", "warm", "rounds", "windows": [{"setup", "round", "start",
 "mpps"}...] in the order they ran, "netback": {setup: its --stats-file}}. bench/report.py
 judges it. Exits 1 with a message naming what failed; every process it started is stopped.
 """
@@ -116,7 +118,7 @@ class Testpmd:
 class Netback:
     """xpv-netback on core 0, busy-polling; paused (SIGSTOP) while its setup is not measured."""
 
-    def __init__(self, name, path, logs, run, args):
+    def __init__(self, name, path, logs, run, size, args):
         self.name = name
         self.sock = os.path.join(run, name + ".sock")
         self.stats = os.path.join(logs, name + ".netback.json")
@@ -125,7 +127,7 @@ class Netback:
             os.unlink(self.sock)
         with open(self.log, "wb") as out:
             self.p = subprocess.Popen(["taskset", "-c", "0", path, "--socket", self.sock, "--stats-file",
-                                       self.stats, "--busy-poll", "--source-size", "64", *args],
+                                       self.stats, "--busy-poll", "--source-size", str(size), *args],
                                       stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while b"listening on" not in open(self.log, "rb").read():
@@ -173,9 +175,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--seconds", type=float, default=1.0, help="measured seconds per window")
     ap.add_argument("--warm", type=float, default=0.3, help="warm-up seconds per window")
+    ap.add_argument("--size", type=int, default=64, help="frame bytes (60 to 1514)")
+    ap.add_argument("--setups", default=",".join(s[0] for s in XENPV_SETUPS),
+                    help="xenpv setups, comma-separated, in their turn's order (default: all)")
     a = ap.parse_args()
     if a.rounds < 1 or a.seconds <= 0 or a.warm < 0:
         ap.error("--rounds wants at least 1, --seconds more than 0, --warm at least 0")
+    if not 60 <= a.size <= 1514:
+        ap.error(f"--size {a.size}: want 60 to 1514 bytes (an Ethernet frame without its FCS)")
+    known = {s[0]: s for s in XENPV_SETUPS}
+    names = [n for n in a.setups.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names or len(set(names)) != len(names):
+        ap.error(f"--setups '{a.setups}': want distinct names of {', '.join(known)}")
+    setups = [known[n] for n in names]
     run = a.run or a.logs
     # bench.sh's clean-up sends SIGTERM: stop what was started on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -188,17 +201,17 @@ def main():
         memif = f"socket={sock},socket-abstract=no"
         # The server (txonly) forwards on core 1, the client (rxonly) on core 0.
         ma = Testpmd("alternate-memif-a", a.logs, 0, ["--vdev", f"net_memif0,role=server,{memif}"],
-                     ["--forward-mode=txonly", "--txpkts=64"])
+                     ["--forward-mode=txonly", f"--txpkts={a.size}"])
         testpmds.append(ma)
         mb = Testpmd("alternate-memif-b", a.logs, 1, ["--vdev", f"net_memif0,role=client,{memif}"],
-                     ["--forward-mode=rxonly", "--txpkts=64"])
+                     ["--forward-mode=rxonly", f"--txpkts={a.size}"])
         testpmds.append(mb)
         xenpv = {}
-        for setup, mode, fwd, field, extra in XENPV_SETUPS:
-            nb = Netback(f"alternate-{setup}", a.netback, a.logs, run, ["--mode", mode, *extra])
+        for setup, mode, fwd, field, extra in setups:
+            nb = Netback(f"alternate-{setup}", a.netback, a.logs, run, a.size, ["--mode", mode, *extra])
             netbacks[setup] = nb
             tp = Testpmd(f"alternate-{setup}", a.logs, 0, ["-d", a.pmd, "--vdev", f"net_xenpv0,backend=sim:{nb.sock}"],
-                         [f"--forward-mode={fwd}", "--txpkts=64"])
+                         [f"--forward-mode={fwd}", f"--txpkts={a.size}"])
             testpmds.append(tp)
             nb.pause()
             xenpv[setup] = (nb, tp, field)
@@ -248,7 +261,7 @@ def main():
         for nb in netbacks.values():
             nb.stop()
     with open(a.out + ".tmp", "w") as f:
-        json.dump({"seconds": a.seconds, "warm": a.warm, "rounds": a.rounds, "windows": windows,
+        json.dump({"size": a.size, "seconds": a.seconds, "warm": a.warm, "rounds": a.rounds, "windows": windows,
                    "netback": {k: nb.stats for k, nb in netbacks.items()}}, f, indent=1)
     os.replace(a.out + ".tmp", a.out)
     return status

@@ -5,21 +5,25 @@
 #   1. per-packet cost of the library's data path against an in-process ideal
 #      backend: instructions (callgrind, deterministic) and TSC cycles (Google
 #      Benchmark), TX and RX, bursts of 1, 8 and 32
-#   2. throughput, 64/256/1500-byte frames: dpdk-testpmd over net_xenpv against
-#      xpv-netback --busy-poll (TX: txonly -> sink, RX: source -> rxonly), and
-#      over a net_memif pair (two testpmd processes, txonly -> rxonly both
-#      ways), on the same two cores
+#   2. throughput: dpdk-testpmd over net_xenpv against xpv-netback --busy-poll
+#      (TX: txonly -> sink, RX: source -> rxonly), and over a net_memif pair
+#      (two testpmd processes, txonly -> rxonly), on the same two cores: one
+#      run of each at 64 bytes (per-second rates, xstats)
 #   2b. static grants: 64-byte xenpv TX and RX with static grants and with grant
 #      copies against memif, taking turns in one-second windows
-#      (bench/alternate.py), so that a pair shares one of this VM's speed spells
+#      (bench/alternate.py), so that a pair shares one of this VM's speed spells;
+#      the ratios of 2. at 64 bytes are these windows', at 256 and 1500 bytes
+#      those of windows of their own (xenpv TX and RX against memif)
 #   3. multi-queue: testpmd io over 1, 2 and 4 queues against xpv-netback
 #   4. event mode under sustained traffic: xpv-pktgen --mode event against
 #      xpv-netback, also with --fault late-tx-rsp
 #   5. what bounds throughput: callgrind of xpv-netback's worker per packet,
 #      with static grants and with grant copies (--no-static-grants)
-#   6. real Xen: TCP through a PV domU (scripts/e2e-xen.sh, check tcp-through-domu
-#      alone, five rounds: the medians the TCP targets judge; about 15 minutes),
-#      and the other figures of the last `make e2e-xen` when it has run
+#   6. real Xen: TCP through a PV domU (scripts/e2e-xen.sh, checks tcp-through-domu
+#      and tcp-windows alone: one round of each way, then each DPDK way against
+#      the kernel bridge in alternating windows, what the on/kernel targets
+#      judge; XPV_BENCH_TCP_WINDOWS windows a way, default 8), and the other
+#      figures of the last `make e2e-xen` when it has run
 #   7. wake-up latency from sleep: l3fwd-power --interrupt-only over net_xenpv,
 #      first frame in to first frame out, after idle and without
 #
@@ -27,16 +31,17 @@
 #     --build DIR    the project's build (default build); the PMD, xpv-netback
 #                    and xpv-pktgen come from there
 #     --out DIR      where the report goes (default bench/results)
-#     --seconds N    forwarding seconds per throughput run (default 8)
+#     --seconds N    forwarding seconds per 64-byte throughput run (default 8)
 #     --quick        shorter runs (a smoke test of the whole pipeline)
 #     --only wakeup  only the wake-up latency runs (7.), printed, no report;
 #                    logs in BUILD/bench-logs-wakeup/
 #     --only sgrants only the static-grants windows (2b.), their table printed,
 #                    no report; logs in BUILD/bench-logs-sgrants/
-#                    (XPV_BENCH_SG_ROUNDS: rounds, default 12)
+#                    (XPV_BENCH_SG_ROUNDS: rounds, default 12; at 256 and
+#                    1500 bytes XPV_BENCH_WIN_ROUNDS, default 6)
 #     --only nbprof  only xpv-netback's profiles (5.), both modes, their table
 #                    printed, no report; logs in BUILD/bench-logs-nbprof/
-#     --only xentcp  only the real-Xen TCP rounds (6.), their line printed, no
+#     --only xentcp  only the real-Xen TCP runs (6.), their lines printed, no
 #                    report; logs in BUILD/bench-logs-xentcp/
 #     --no-xen       no real-Xen TCP run (6.): the TCP targets are judged on the
 #                    last make e2e-xen's one round (--quick implies it)
@@ -61,7 +66,8 @@ WARM=2  # seconds of forwarding not counted (ramp-up) before the measured ones
 QUICK=0
 ONLY=
 WAKE_ROUNDS=200
-XEN_TCP_ROUNDS=5  # rounds of the real-Xen TCP runs (0: none)
+XEN_TCP_ROUNDS=1  # rounds of the real-Xen TCP runs (0: no real-Xen run)
+XEN_TCP_WINDOWS=${XPV_BENCH_TCP_WINDOWS:-8}  # windows of each DPDK way (check tcp-windows)
 while (($#)); do
   case "$1" in
     --build) BUILD=${2:?--build needs a directory}; shift 2 ;;
@@ -72,7 +78,7 @@ while (($#)); do
       [[ $ONLY =~ ^(wakeup|seed|tcp|sgrants|nbprof|xentcp)$ ]] ||
         { echo "bench: --only '$ONLY': expected wakeup, seed, tcp, sgrants, nbprof or xentcp" >&2; exit 2; } ;;
     --no-xen) XEN_TCP_ROUNDS=0; shift ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -428,21 +434,25 @@ if [[ $ONLY == tcp ]]; then
 fi
 # ---------------------------------------------------------------------------
 # TCP through a PV domU on real Xen: scripts/e2e-xen.sh runs check tcp-through-domu (and the
-# checks it builds on) alone, with XEN_TCP_ROUNDS rounds of the four runs that the on/kernel
-# targets compare (kernel bridge, testpmd, xpv-fwd, xpv-fwd zero-copy), so that the report
-# judges the medians of this bench's rounds: make test's e2e run does one round, each way
-# once, and one round's ratio can flip on these machines.
-XEN_TCP_CHECKS="guest-type payload-mounted packages-installed xen-devices vifs-untouched kernel-netfront-ping tcp-through-domu"
+# checks it builds on) alone, one round of each way (the on/off figures), then check
+# tcp-windows: the kernel bridge (vifs 2 and 3) and each DPDK way the on/kernel targets compare
+# (testpmd, xpv-fwd, xpv-fwd zero-copy, testpmd idle_sleep zero-copy; vifs 4 and 5) take turns
+# in windows of a few seconds, XEN_TCP_WINDOWS of each way, each between two kernel-bridge
+# windows, and the report judges each way on the median of those pairs: runs minutes apart
+# (the rounds, until 2026-12-06) fell in different speed spells of this VM as often as not.
+XEN_TCP_CHECKS="guest-type payload-mounted packages-installed xen-devices vifs-untouched kernel-netfront-ping tcp-through-domu tcp-windows"
 xentcp_step() {
   local log=$LOGS/e2e-tcp.log rc
-  step "real Xen: TCP through a PV domU, $XEN_TCP_ROUNDS rounds (scripts/e2e-xen.sh, tcp-through-domu alone)"
+  step "real Xen: TCP through a PV domU, $XEN_TCP_ROUNDS round(s), then $XEN_TCP_WINDOWS alternating windows of each DPDK way against the kernel bridge (scripts/e2e-xen.sh, tcp-through-domu and tcp-windows alone)"
   rm -f "$log"
-  XPV_E2E_GUEST_TYPES=pv XPV_E2E_TCP_ROUNDS=$XEN_TCP_ROUNDS XPV_E2E_ONLY=$XEN_TCP_CHECKS \
-    "$ROOT/scripts/e2e-xen.sh" --build "$BUILD" --log "$log" --timeout 2400 >"$LOGS/e2e-tcp.out" 2>&1
+  XPV_E2E_GUEST_TYPES=pv XPV_E2E_TCP_ROUNDS=$XEN_TCP_ROUNDS XPV_E2E_TCP_WINDOWS=$XEN_TCP_WINDOWS \
+    XPV_E2E_ONLY=$XEN_TCP_CHECKS \
+    "$ROOT/scripts/e2e-xen.sh" --build "$BUILD" --log "$log" --timeout 3600 >"$LOGS/e2e-tcp.out" 2>&1
   rc=$?
-  if grep -q "^CHECK tcp-through-domu PASS" "$log" 2>/dev/null; then
-    record kind=e2e_tcp log="$log" rounds="$XEN_TCP_ROUNDS"
+  if grep -q "^CHECK tcp-through-domu PASS" "$log" 2>/dev/null && grep -q "^CHECK tcp-windows PASS" "$log"; then
+    record kind=e2e_tcp log="$log" rounds="$XEN_TCP_ROUNDS" windows="$XEN_TCP_WINDOWS"
     info "$(grep -oE "[0-9]+ rounds, kernel bridge/[^;]*" "$log" | head -n 1)"
+    info "$(grep -oE "CHECK tcp-windows PASS .*Mbit/s in order" "$log" | head -n 1)"
   else
     record kind=e2e_tcp log=
     fail "the real-Xen TCP run failed (exit $rc): $(grep -hE '^CHECK .* FAIL' "$log" "$LOGS/e2e-tcp.out" 2>/dev/null |
@@ -570,7 +580,7 @@ fi
 fi  # $ONLY != sgrants
 
 # ---------------------------------------------------------------------------
-[[ $ONLY == sgrants ]] || step "throughput: testpmd over net_xenpv vs net_memif, ${SECS}s per run, cores 0+1"
+[[ $ONLY == sgrants ]] || step "throughput: one ${SECS}s run each at 64 bytes, testpmd over net_xenpv and net_memif, cores 0+1 (per-second rates, xstats)"
 # xenpv, one direction at a time, the frontend's forwarding lcore on core 1
 # and xpv-netback (busy-polling, so it never sleeps and never needs a
 # notification) on core 0. TX: testpmd txonly -> netback sink. RX: netback
@@ -636,15 +646,35 @@ memif_pair() {  # memif_pair DIR SIZE ATTEMPT: 0 when the receiver got its sampl
   show_rate "$rxlog" Rx-pps "memif $dir ${size}B (median Rx-pps of the receiver)" "$WARM"
   return 0
 }
-SIZES=(64 256 1500)
-[[ $ONLY == sgrants ]] && SIZES=()  # --only sgrants: its own rounds below
-for size in "${SIZES[@]}"; do
+# One run of each at 64 bytes, for what its per-second rates and xstats show (the report's
+# series plot, TX ring-full stops, notifies). The ratios xenpv/memif come from alternating
+# windows (below): runs of SECS seconds tens of seconds apart fall in different speed spells of
+# this VM as often as not.
+if [[ $ONLY != sgrants ]]; then
   # Interleaved, so that drift in the machine's load hits both setups alike.
-  run_memif a2b "$size"
-  run_xenpv tx "$size"
-  run_xenpv rx "$size"
-  run_memif b2a "$size"
-done
+  run_memif a2b 64
+  run_xenpv tx 64
+  run_xenpv rx 64
+  run_memif b2a 64
+fi
+
+# windows_run SIZE SETUPS ROUNDS KIND: bench/alternate.py (memif and the xenpv SETUPS take turns
+# in one-second windows of SIZE-byte frames, each xenpv window between two memif windows), its
+# JSON recorded as KIND; 1 with a message when it failed.
+windows_run() {
+  local size=$1 setups=$2 rounds=$3 kind=$4 dir=$LOGS/windows-$1
+  local out=$dir/windows.json
+  mkdir -p "$dir"
+  # Its own processes (it stops them itself, on SIGTERM too); a bound on the whole run.
+  if timeout -k 30 $((rounds * 30 + 300)) python3 "$ROOT/bench/alternate.py" --pmd "$PMD" \
+    --netback "$NETBACK" --logs "$dir" --run "$RUN" --out "$out" --rounds "$rounds" \
+    --size "$size" --setups "$setups" >"$dir/alternate.log" 2>&1; then
+    record kind="$kind" size="$size" file="$out"
+  else
+    fail "windows of ${size}-byte frames ($setups): bench/alternate.py failed: $(tail -3 "$dir/alternate.log" | tr '\n' ' ')"
+    return 1
+  fi
+}
 
 # ---------------------------------------------------------------------------
 # Static grants (issue 12; netif.h control ring ADD_GREF_MAPPING): 64-byte xenpv TX and RX with
@@ -658,18 +688,20 @@ SG_ROUNDS=${XPV_BENCH_SG_ROUNDS:-12}
 ((QUICK)) && SG_ROUNDS=3
 sgrants_step() {
   step "static grants: 64-byte xenpv TX/RX with and without static grants, and memif, ${SG_ROUNDS} rounds of alternating 1 s windows"
-  local out=$LOGS/sgrants-windows.json
-  # Its own processes (it stops them itself, on SIGTERM too); a bound on the whole step.
-  if timeout -k 30 $((SG_ROUNDS * 30 + 300)) python3 "$ROOT/bench/alternate.py" --pmd "$PMD" \
-    --netback "$NETBACK" --logs "$LOGS" --run "$RUN" --out "$out" --rounds "$SG_ROUNDS" \
-    >"$LOGS/sgrants-windows.log" 2>&1; then
-    record kind=sgrants-windows file="$out"
-    python3 "$ROOT/bench/report.py" --sgrants-table "$MANIFEST" || warn "no static-grants table"
-  else
-    fail "static grants: bench/alternate.py failed: $(tail -3 "$LOGS/sgrants-windows.log" | tr '\n' ' ')"
-  fi
+  windows_run 64 xenpv_tx,xenpv_rx,xenpv-copy_tx,xenpv-copy_rx "$SG_ROUNDS" sgrants-windows &&
+    { python3 "$ROOT/bench/report.py" --sgrants-table "$MANIFEST" || warn "no static-grants table"; }
 }
 sgrants_step
+# The 64-byte windows above are the throughput target's too (xenpv_tx and xenpv_rx are
+# xpv-netback's default, static grants); 256 and 1500 bytes in windows of their own.
+WIN_ROUNDS=${XPV_BENCH_WIN_ROUNDS:-6}
+((QUICK)) && WIN_ROUNDS=3
+if [[ $ONLY != sgrants ]]; then
+  for size in 256 1500; do
+    step "throughput: ${size}-byte xenpv TX/RX and memif, ${WIN_ROUNDS} rounds of alternating 1 s windows"
+    windows_run "$size" xenpv_tx,xenpv_rx "$WIN_ROUNDS" windows
+  done
+fi
 if [[ $ONLY == sgrants ]]; then
   printf '\n[bench %4ss] done (--only sgrants: no report written; logs in %s)\n' "$(elapsed)" "$LOGS"
   exit $((FAILED > 0))

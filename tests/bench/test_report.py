@@ -72,6 +72,79 @@ class StaticGrantsWindows(unittest.TestCase):
         self.assertIsNone(report.sgrants_summary({"sgrants": None}))
 
 
+def size_windows(size, *rounds):
+    """bench/alternate.py's windows at SIZE bytes with xenpv_tx and xenpv_rx only, from rounds of
+    (tx, memif, rx, memif) rates, the run opening with a memif window of 50."""
+    keys = ["xenpv_tx", "memif_a2b", "xenpv_rx", "memif_a2b"]
+    w = [{"setup": "memif_a2b", "round": 1, "mpps": 50}]
+    for i, r in enumerate(rounds):
+        w += [{"setup": k, "round": i + 1, "mpps": v} for k, v in zip(keys, r)]
+    return {"size": size, "seconds": 1, "warm": 0.3, "rounds": len(rounds), "windows": w, "totals": {}}
+
+
+def bench(**over):
+    """What report.collect starts from, with OVER's entries."""
+    R = {"throughput": {}, "series_64": {}, "callgrind": {}, "profiles": {}, "micro": {}, "events": {}, "mq": {},
+         "nbprof": {}, "e2e": None, "load": {}, "wakeup": {}, "seed": {}, "tcp": {}, "sgrants": None,
+         "windows": {}, "nbprof_copy": {}}
+    R.update(over)
+    return R
+
+
+class ThroughputWindows(unittest.TestCase):
+    def test_each_size_is_judged_on_its_own_windows_not_on_the_single_runs(self):
+        # The single 64-byte runs caught memif in a slow spell (8 against 5.8 Mpps: 1.38); the
+        # windows say 1.1 (the slower direction, RX). 256 bytes: windows of their own, TX 0.9 and
+        # RX 0.8 of memif whatever the spell.
+        single = {64: {"xenpv_tx": {"mpps": 8.0}, "xenpv_rx": {"mpps": 8.1}, "memif_a2b": {"mpps": 5.8},
+                       "memif_b2a": {"mpps": 6.0}}}
+        R = bench(throughput=single, sgrants=windows(FAST, FAST, SLOW[:-1] + (50,), FAST)["sgrants"],
+                  windows={256: size_windows(256, (45, 50, 40, 50), (45, 50, 40, 50), (13.5, 15, 12, 15),
+                                             (13.5, 15, 12, 15), (13.5, 15, 12, 15))})
+        J = report.summarise(R, {}, None, [])
+        self.assertAlmostEqual(J["ratio_64"], 1.1)
+        self.assertAlmostEqual(J["ratio_tx_64"], 1.2)
+        self.assertAlmostEqual(J["ratio_tx_256"], 0.9)
+        self.assertAlmostEqual(J["ratio_rx_256"], 0.8)
+        self.assertAlmostEqual(J["ratio_256"], 0.8)
+        self.assertIsNone(J["ratio_1500"])  # no windows ran at 1500 bytes: no ratio
+        self.assertEqual(J["run_memif_a2b_mpps_64"], 5.8)  # the single runs are shown, not judged
+        t = next(t for t in J["targets"] if t["target"].startswith("64-byte throughput"))
+        self.assertAlmostEqual(t["value"], 1.1)
+        self.assertTrue(t["met"])
+
+
+class RealXenTcpWindows(unittest.TestCase):
+    WINDOWS = ("CHECK tcp-windows PASS windows of 3s after 1s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs "
+               "4, 5) taking turns, TcpInCsumErrors 0 in each: testpmd-on/kernel 0.70 (4 of 6 pairs steady; all "
+               "pairs 0.72); fwd-on/kernel n/a (2 of 6 pairs steady; all pairs 0.90); fwd-zc/kernel 1.04 (6 of 6 "
+               "pairs steady; all pairs 1.02); testpmd-sleep/kernel 0.96 (5 of 6 pairs steady; all pairs 0.97); "
+               "Mbit/s in order: kernel 900.0, testpmd-on 630.0, kernel 900.0")
+
+    def test_the_windows_judge_the_on_kernel_targets_over_the_rounds(self):
+        # The rounds' medians (RealXenTcpFigures.LINE: 0.60, 0.90, 0.95, 0.85) give way to the
+        # windows'; a way with too few steady pairs is not judged (n/a), not judged on its rounds.
+        R = {"e2e_tcp": {"tcp": [RealXenTcpFigures.LINE], "rounds": "3", "windows": self.WINDOWS}}
+        X = report.xen_tcp_judged(R)
+        self.assertAlmostEqual(X["on_k"], 0.70)
+        self.assertIsNone(X["f_on_k"])
+        self.assertAlmostEqual(X["z_on_k"], 1.04)
+        self.assertAlmostEqual(X["s_on_k"], 0.96)
+        self.assertIn("median of 4 steady of 6 alternating windows", X["on_k_shown"])
+        self.assertAlmostEqual(X["on_off"], 3.0)  # on/off: the check's one round, as before
+        J = report.summarise(bench(e2e_tcp=R["e2e_tcp"]), {}, None, [])
+        t = {x["target"]: x for x in J["targets"]}
+        self.assertFalse(t["TCP through a PV domU (real Xen), offloads on / kernel bridge"]["met"])
+        self.assertIsNone(t["TCP through a PV domU (real Xen), xpv-fwd (RX interrupts) offloads on / kernel bridge"]["met"])
+        self.assertTrue(t["TCP through a PV domU (real Xen), xpv-fwd zerocopy=1 offloads on / kernel bridge"]["met"])
+
+    def test_without_windows_the_rounds_are_judged(self):
+        X = report.xen_tcp_judged({"e2e_tcp": {"tcp": [RealXenTcpFigures.LINE], "rounds": "3", "windows": None}})
+        self.assertAlmostEqual(X["on_k"], 0.60)
+        self.assertAlmostEqual(X["f_on_k"], 0.90)
+        self.assertFalse(X["windows"])
+
+
 class RealXenTcpLine(unittest.TestCase):
     E2E = "CHECK tcp-through-domu PASS ... 1 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy ..."
     OWN = "CHECK tcp-through-domu PASS ... 5 rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy ..."

@@ -1,6 +1,7 @@
 #!/bin/bash
-# make bench's static-grants driver (bench/alternate.py) through real processes: one round of
-# short windows, and a start that fails half-way. What make bench relies on: every setup
+# make bench's windows driver (bench/alternate.py) through real processes: one round of short
+# windows as the static-grants step runs them, one at 1500 bytes as the throughput step does, and
+# a start that fails half-way. What make bench relies on: every setup
 # forwards in its own window and in the mode it names, the windows come in the order the report
 # pairs them, and nothing it started outlives it. Sourced by tests/integration/run.sh after
 # pmd.sh (or pmd_session_alone): PMD_SO, NETBACK.
@@ -42,6 +43,42 @@ print(" ".join(f"{w['setup']} {w['mpps']:.1f}" for w in d["windows"]))
 EOF
   ) || { fail $name "$verdict"; return; }
   pass $name "9 windows in order, Mpps: $verdict; static grants copied by memcpy, --no-static-grants by grant copy; nothing left running"
+}
+
+# make bench's throughput windows at 1500 bytes (--size, --setups xenpv_tx,xenpv_rx): only the
+# setups asked for take turns with memif, and every one of them forwards 1500-byte frames
+# (xpv-netback's byte and packet totals, memif's receiver's RX-bytes over RX-packets).
+check_bench_windows_size() {
+  local name=bench-windows-size dir=$RUN/alt-size out=$RUN/alt-size.json
+  mkdir -p "$dir"
+  timeout -k 10 240 python3 bench/alternate.py --pmd "$PMD_SO" --netback "$NETBACK" --logs "$dir" \
+    --out "$out" --rounds 1 --seconds 0.3 --warm 0.2 --size 1500 --setups xenpv_tx,xenpv_rx \
+    >"$RUN/alt-size.log" 2>&1
+  local rc=$? left verdict
+  left=$(alt_leftovers alt-size)
+  ((rc == 0)) || { fail $name "bench/alternate.py exited $rc: $(tail -3 "$RUN/alt-size.log" | tr '\n' ' ')"; return; }
+  [[ -z $left ]] || { fail $name "processes left running: $left"; return; }
+  verdict=$(python3 - "$out" "$dir/alternate-memif-b.testpmd.log" <<'EOF2'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+order = ["memif_a2b", "xenpv_tx", "memif_a2b", "xenpv_rx", "memif_a2b"]
+got = [w["setup"] for w in d["windows"]]
+if got != order or d.get("size") != 1500:
+    sys.exit(f"size {d.get('size')}, windows {got}, expected 1500 and {order}")
+if any(not w["mpps"] > 0.01 for w in d["windows"]):
+    sys.exit(f"windows without traffic: {d['windows']}")
+t = {k: json.load(open(p))["totals"] for k, p in d["netback"].items()}
+sizes = {"xenpv_tx": t["xenpv_tx"]["tx_bytes"] / t["xenpv_tx"]["tx_packets"],
+         "xenpv_rx": t["xenpv_rx"]["rx_bytes"] / t["xenpv_rx"]["rx_packets"]}
+stats = re.findall(r"RX-packets:\s+(\d+)\s+RX-missed:\s+\d+\s+RX-bytes:\s+(\d+)", open(sys.argv[2]).read())
+p, b = map(int, stats[-1])
+sizes["memif_a2b"] = b / p
+if any(abs(v - 1500) > 0.5 for v in sizes.values()):
+    sys.exit(f"bytes per frame {sizes}, expected 1500")
+print(" ".join(f"{w['setup']} {w['mpps']:.2f}" for w in d["windows"]))
+EOF2
+  ) || { fail $name "$verdict"; return; }
+  pass $name "5 windows in order, Mpps: $verdict; 1500 bytes a frame in xenpv TX, RX and memif; nothing left running"
 }
 
 # A setup that cannot start (here xpv-netback is not a netback): a message naming it, exit 1,

@@ -5,7 +5,7 @@
 # offload (offload.sh alone, also part of netfront), pmd-offload (pmd_offload.sh
 # alone, also part of pmd), pmd-rss (pmd_rss.sh alone, also part of pmd), pmd-idle-sleep
 # (pmd_idle_sleep.sh alone, also part of pmd), control
-# (control.sh alone, also part of pmd), bench-windows (bench_windows.sh: make bench's static-grants
+# (control.sh alone, also part of pmd), bench-windows (bench_windows.sh: make bench's windows
 # driver, alone, also part of pmd), static-grants
 # (static_grants.sh alone, also part of netfront), features (the NIC features table against the
 # driver).
@@ -97,6 +97,7 @@ if [[ $ONLY == bench-windows ]]; then
   pmd_session_alone
   source tests/integration/bench_windows.sh
   check_bench_windows
+  check_bench_windows_size
   check_bench_windows_failed_start
 fi
 if [[ $ONLY == pmd-offload ]]; then
@@ -121,6 +122,7 @@ if want pmd; then
     check_pmd_idle_sleep
     source tests/integration/bench_windows.sh
     check_bench_windows
+    check_bench_windows_size
     check_bench_windows_failed_start
     if [[ -f tests/integration/hostile_xenstore.sh ]]; then
       source tests/integration/hostile_xenstore.sh
