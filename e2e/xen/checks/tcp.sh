@@ -538,6 +538,15 @@ for n in ways:
     s = [x for m, x, st in out if m == n and st]
     med = "%.2f" % statistics.median(s) if len(s) >= 3 else "n/a"
     print("%s/kernel %s (%d of %d pairs steady; all pairs %.2f)" % (n, med, len(s), len(r), statistics.median(r)), end="; ")
+# The CPU Xen accounted over each window (dom0%/domU% of one physical CPU), medians per way.
+cpu = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    if len(f) == 3 and "/" in f[2] and "?" not in f[2]:
+        cpu.setdefault(f[0], []).append([float(v) for v in f[2].split("/")])
+print("CPU dom0%%/domU%% (medians of the windows): %s; " % ", ".join(
+    "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
+    for n, v in cpu.items()), end="")
 EOF
     ) || fail "cannot judge the windows: $judged"
     pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
