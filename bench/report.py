@@ -255,10 +255,10 @@ def collect(logs, root):
     for r in runs:
         k = r["kind"]
         if k == "sgrants-windows":
-            R["sgrants"] = sgrants_windows(load_json(r["file"]))
+            R["sgrants"] = load_windows(load_json(r["file"]))
             continue
         if k == "windows":  # throughput at 256 and 1500 bytes (bench/alternate.py)
-            R["windows"][int(r["size"])] = sgrants_windows(load_json(r["file"]))
+            R["windows"][int(r["size"])] = load_windows(load_json(r["file"]))
             continue
         if k == "throughput":
             size = int(r["size"])
@@ -460,15 +460,14 @@ def xen_tcp_judged(R):
     X = xen_tcp_figures((xen_tcp_lines(R) or [""])[-1])
     W = xen_tcp_windows((R.get("e2e_tcp") or {}).get("windows"))
     X["windows"] = bool(W)
+    if not W:
+        return X
     for way, key in TCP_WINDOW_WAYS.items():
         w = W.get(way)
-        if not W:
-            continue
         X[key] = w["judged"] if w else None
         X[key + "_shown"] = (f"{fmt(w['judged'], '.2f')} (median of {w['steady']} steady of {w['pairs']} alternating "
                              f"windows against the kernel bridge; all pairs {w['all']:.2f})" if w else "n/a (not in the windows)")
-    if W:
-        X["s_zc"] = True  # the windows' testpmd-sleep runs with zerocopy=1
+    X["s_zc"] = True  # the windows' testpmd-sleep runs with zerocopy=1
     return X
 
 
@@ -662,7 +661,7 @@ def plots(J, R, out):
         dat = os.path.join(tmp, "tp.dat")
         with open(dat, "w") as f:
             for s in SIZES:
-                W = R["sgrants"] if s == 64 else R["windows"].get(s)
+                W = throughput_doc(R, s)
                 cols = []
                 for k in ("xenpv_tx", "xenpv_rx", "memif_a2b"):
                     v = [w["mpps"] for w in (W or {}).get("windows", []) if w["setup"] == k]
@@ -969,11 +968,11 @@ SG_KEYS = [k for k, _ in SG_SETUPS]
 # A xenpv window is judged when the memif windows right before and after it agree within this
 # factor: both in one of this VM's speed spells (their rates 3x apart; one spell's memif windows
 # within 15% of each other). A pair whose memif windows disagree straddles a change of spell.
-SG_STEADY = 1.25
-SG_MIN_STEADY = 3  # fewer steady pairs than this for a setup: no judged ratio
+WINDOW_STEADY = 1.25
+WINDOW_MIN_STEADY = 3  # fewer steady pairs than this for a setup: no judged ratio
 
 
-def sgrants_windows(doc):
+def load_windows(doc):
     """bench/alternate.py's JSON with each xenpv setup's netback totals read in; None if absent."""
     if not doc or not doc.get("windows"):
         return None
@@ -982,7 +981,7 @@ def sgrants_windows(doc):
     return doc
 
 
-def sgrants_pairs(windows):
+def window_pairs(windows):
     """Each xenpv window with the memif windows right before and right after it: its rate over
     their mean, and whether the two memif windows agree (steady: one speed spell). Keyed by
     the xenpv setups that ran."""
@@ -994,7 +993,7 @@ def sgrants_pairs(windows):
         m1, m2 = before["mpps"], after["mpps"]
         if not (m1 > 0 and m2 > 0):
             continue
-        pairs[w["setup"]].append({"ratio": w["mpps"] / ((m1 + m2) / 2), "steady": max(m1, m2) <= SG_STEADY * min(m1, m2)})
+        pairs[w["setup"]].append({"ratio": w["mpps"] / ((m1 + m2) / 2), "steady": max(m1, m2) <= WINDOW_STEADY * min(m1, m2)})
     return pairs
 
 
@@ -1004,16 +1003,16 @@ def slower(a, b):
 
 def windows_summary(W):
     """One bench/alternate.py run judged: per xenpv setup, the median over its steady pairs of
-    its window's rate over its memif windows' mean (None with fewer than SG_MIN_STEADY of
+    its window's rate over its memif windows' mean (None with fewer than WINDOW_MIN_STEADY of
     them), the median over all its pairs, and each setup's median rate."""
     windows = W["windows"]
-    pairs = sgrants_pairs(windows)
+    pairs = window_pairs(windows)
     keys = ["memif_a2b", *pairs]
     steady = {k: [p["ratio"] for p in v if p["steady"]] for k, v in pairs.items()}
     return {"size": W.get("size", 64), "seconds": W.get("seconds"), "warm": W.get("warm"), "rounds": W.get("rounds"),
             "windows": {k: sum(1 for w in windows if w["setup"] == k) for k in keys},
             "median_mpps": {k: median([w["mpps"] for w in windows if w["setup"] == k]) for k in keys},
-            "ratio_by_setup": {k: median(v) if len(v) >= SG_MIN_STEADY else None for k, v in steady.items()},
+            "ratio_by_setup": {k: median(v) if len(v) >= WINDOW_MIN_STEADY else None for k, v in steady.items()},
             "steady_pairs": {k: len(v) for k, v in steady.items()}, "pairs": {k: len(v) for k, v in pairs.items()},
             "ratio_all_pairs": {k: median([p["ratio"] for p in v]) for k, v in pairs.items()}}
 
@@ -1042,10 +1041,16 @@ def sgrants_summary(R):
     return S
 
 
+def throughput_doc(R, size):
+    """The windows that judge the throughput at SIZE bytes (bench/alternate.py's JSON): the
+    static-grants step's at 64 (its xenpv_tx and xenpv_rx are xpv-netback's default), their own
+    at 256 and 1500; None if none ran."""
+    return R.get("sgrants") if size == 64 else R.get("windows", {}).get(size)
+
+
 def throughput_windows(R, size):
-    """The windows that judge the throughput at SIZE bytes (the static-grants step's at 64: its
-    xenpv_tx and xenpv_rx are xpv-netback's default), summarised; None if none ran."""
-    W = R.get("sgrants") if size == 64 else R.get("windows", {}).get(size)
+    """throughput_doc(R, SIZE) summarised (windows_summary); None if none ran."""
+    W = throughput_doc(R, size)
     return windows_summary(W) if W else None
 
 
@@ -1060,8 +1065,8 @@ def sgrants_md(R):
          "setup is started once and they take turns forwarding "
          "(`bench/alternate.py`): short windows, each xenpv window between two memif windows. A pair is that "
          "window's rate over the mean of its two memif windows; it is steady when those two agree within "
-         f"{int(round((SG_STEADY - 1) * 100))}% (one spell). Judged: per setup the median of its steady pairs "
-         f"(at least {SG_MIN_STEADY}), then the slower direction.", ""]
+         f"{int(round((WINDOW_STEADY - 1) * 100))}% (one spell). Judged: per setup the median of its steady pairs "
+         f"(at least {WINDOW_MIN_STEADY}), then the slower direction.", ""]
     S = sgrants_summary(R)
     if not S:
         return L + ["not run in this bench.", ""]
@@ -1198,7 +1203,7 @@ def write_md(J, R, made, out):
           "each xenpv window between two memif (server txonly -> client rxonly) windows. A rate is the median "
           "of a setup's windows (testpmd's `Tx-pps`, or the receiver's `Rx-pps`, since the last "
           f"`show port stats`); a ratio is the median of the steady pairs (section 3d: the memif windows "
-          f"around it within {int(round((SG_STEADY - 1) * 100))}% of each other, at least {SG_MIN_STEADY}); the "
+          f"around it within {int(round((WINDOW_STEADY - 1) * 100))}% of each other, at least {WINDOW_MIN_STEADY}); the "
           "target takes the slower direction.", "",
           "| frame | xenpv TX Mpps | xenpv RX Mpps | memif Mpps | TX over memif | RX over memif | ratio (slower) | steady / all pairs TX, RX |",
           "|---|---:|---:|---:|---:|---:|---:|---|"]

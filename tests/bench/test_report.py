@@ -52,7 +52,7 @@ class StaticGrantsWindows(unittest.TestCase):
         self.assertAlmostEqual(S["ratio_by_setup"]["xenpv_rx"], 1.1)  # its pairs are all steady
         self.assertEqual(S["steady_pairs"]["xenpv_rx"], 5)
         # The straddling pairs (18 over the mean of 50 and 15: 0.55) are still shown over all pairs.
-        self.assertAlmostEqual(report.median([p["ratio"] for p in report.sgrants_pairs(
+        self.assertAlmostEqual(report.median([p["ratio"] for p in report.window_pairs(
             windows(FAST, change, change, change, FAST)["sgrants"]["windows"])["xenpv_tx"]]), 18 / 32.5)
 
     def test_too_few_steady_pairs_give_no_judged_ratio(self):
