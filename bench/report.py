@@ -444,12 +444,19 @@ TCP_WINDOW_WAYS = {"testpmd-on": "on_k", "fwd-on": "f_on_k", "fwd-zc": "z_on_k",
 
 
 def xen_tcp_windows(line):
-    """check tcp-windows's PASS line: per DPDK way, {"judged": the median of its steady pairs (None
-    with too few), "steady", "pairs", "all": the median of all its pairs}; {} without a line."""
+    """check tcp-windows's PASS line judged by the same rule as bench/alternate.py's windows
+    (window_pairs against the kernel-bridge windows around each): per DPDK way, {"judged": the
+    median of its steady pairs (None with fewer than WINDOW_MIN_STEADY), "steady", "pairs",
+    "all": the median of all its pairs}; {} without a line."""
+    m = re.search(r"Mbit/s in order: (.*)$", line or "")
+    if not m:
+        return {}
+    windows = [{"setup": x.split()[0], "mbit": float(x.split()[1])} for x in m.group(1).split(", ") if len(x.split()) == 2]
     out = {}
-    for m in re.finditer(r"([a-z-]+)/kernel (n/a|[0-9.]+) \((\d+) of (\d+) pairs steady; all pairs ([0-9.]+)\)", line or ""):
-        out[m.group(1)] = {"judged": None if m.group(2) == "n/a" else float(m.group(2)), "steady": int(m.group(3)),
-                           "pairs": int(m.group(4)), "all": float(m.group(5))}
+    for way, v in window_pairs(windows, base="kernel", rate="mbit").items():
+        steady = [p["ratio"] for p in v if p["steady"]]
+        out[way] = {"judged": median(steady) if len(steady) >= WINDOW_MIN_STEADY else None, "steady": len(steady),
+                    "pairs": len(v), "all": median([p["ratio"] for p in v])}
     return out
 
 
@@ -981,19 +988,20 @@ def load_windows(doc):
     return doc
 
 
-def window_pairs(windows):
-    """Each xenpv window with the memif windows right before and right after it: its rate over
-    their mean, and whether the two memif windows agree (steady: one speed spell). Keyed by
-    the xenpv setups that ran."""
-    pairs = {w["setup"]: [] for w in windows if w["setup"] != "memif_a2b"}
+def window_pairs(windows, base="memif_a2b", rate="mpps"):
+    """Each window of another setup with the BASE windows right before and right after it (memif
+    for bench/alternate.py's, the kernel bridge for check tcp-windows's): its RATE over their
+    mean, and whether the two BASE windows agree (steady: one speed spell). Keyed by the setups
+    that ran."""
+    pairs = {w["setup"]: [] for w in windows if w["setup"] != base}
     for i in range(1, len(windows) - 1):
         w, before, after = windows[i], windows[i - 1], windows[i + 1]
-        if w["setup"] not in pairs or before["setup"] != "memif_a2b" or after["setup"] != "memif_a2b":
+        if w["setup"] not in pairs or before["setup"] != base or after["setup"] != base:
             continue
-        m1, m2 = before["mpps"], after["mpps"]
+        m1, m2 = before[rate], after[rate]
         if not (m1 > 0 and m2 > 0):
             continue
-        pairs[w["setup"]].append({"ratio": w["mpps"] / ((m1 + m2) / 2), "steady": max(m1, m2) <= WINDOW_STEADY * min(m1, m2)})
+        pairs[w["setup"]].append({"ratio": w[rate] / ((m1 + m2) / 2), "steady": max(m1, m2) <= WINDOW_STEADY * min(m1, m2)})
     return pairs
 
 
