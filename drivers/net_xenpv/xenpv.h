@@ -43,8 +43,9 @@ struct xenpv_args {
   // backend domain.
   bool zerocopy = false;
   // idle_sleep=US: once the polling thread found every net_xenpv queue it
-  // polls empty kIdlePollsBeforeSleep times in a row, the RX burst sleeps US
-  // microseconds (0: never; poll mode spins as usual).
+  // polls empty kIdlePollsBeforeSleep times in a row, the RX burst sleeps
+  // until a packet arrives for one of them or US microseconds pass (0: never;
+  // poll mode spins as usual). xenpv_intr.cc.
   uint32_t idle_sleep_us = 0;
 };
 
@@ -90,7 +91,9 @@ struct xenpv_counter {
   X(filtered_multicast, "multicast frames not in the list dropped (all-multicast off)")  \
   X(lro_packets, "large packets received (several TCP segments, RTE_MBUF_F_RX_LRO)")     \
   X(csum_software, "partial checksums completed here (RX checksum offload not enabled)") \
-  X(idle_sleeps, "idle_sleep sleeps taken in this queue's bursts (its thread idle)")
+  X(idle_sleeps, "idle_sleep sleeps taken in this queue's bursts (its thread idle)")     \
+  X(idle_sleeps_woken,                                                                   \
+    "of those, sleeps a received packet ended early (any of the thread's queues)")
 #define XENPV_TXQ_COUNTERS(X)                                                           \
   X(refused_mtu, "frames longer than the MTU plus the L2 header refused")               \
   X(refused_segs, "mbuf chains longer than 18 segments (64 for TSO) refused")           \
@@ -237,3 +240,14 @@ int xenpv_rx_queue_intr_enable(struct rte_eth_dev* dev, uint16_t qid);
 int xenpv_rx_queue_intr_disable(struct rte_eth_dev* dev, uint16_t qid);
 int xenpv_tx_done_cleanup(void* txq, uint32_t free_cnt);
 int xenpv_get_monitor_addr(void* rxq, struct rte_power_monitor_cond* pmc);
+// idle_sleep (xenpv_intr.cc): an RX burst of `rxq` that found nothing, after
+// the thread's other polls found nothing either; sleeps until a packet
+// arrives on a queue the thread polled since its last sleep, or idle_sleep_us.
+void xenpv_idle_wait(xenpv_rxq* rxq);
+// An empty poll of `rxq` on this thread: the queue joins the ones the next
+// idle wait sleeps on.
+void xenpv_idle_note(xenpv_rxq* rxq);
+// A port's RX queues (rx_queue_release) or its library queues (the device's
+// close or re-open) are about to be freed: no thread's idle wait touches
+// them after this returns.
+void xenpv_idle_forget_queues();

@@ -186,6 +186,7 @@ int control_install(struct rte_eth_dev* dev) {
 // first, outside control_mu.
 void close_device(struct rte_eth_dev* dev) {
   xenpv_internals* p = priv(dev);
+  xenpv_idle_forget_queues();  // before the library's queues are destroyed
   control_uninstall(dev);
   std::lock_guard lk(p->control_mu);
   p->dev.reset();  // its close reports a link change: drop it, nobody is told
@@ -821,6 +822,7 @@ int xenpv_tx_queue_setup(struct rte_eth_dev* dev, uint16_t qid, uint16_t nb_desc
 }
 
 void xenpv_rx_queue_release(struct rte_eth_dev* dev, uint16_t qid) {
+  xenpv_idle_forget_queues();  // before the queue is freed
   if (xenpv_rxq* q = rxq_of(dev, qid)) q->~xenpv_rxq();
   rte_free(dev->data->rx_queues[qid]);
   dev->data->rx_queues[qid] = nullptr;

@@ -10,6 +10,16 @@
 //    response producer is the address to watch (ring.h: the backend moves
 //    rsp_prod when it publishes responses).
 //  - tx_done_cleanup: runs the TX response handler now.
+//  - idle_sleep (a device argument): the RX burst of a thread that found
+//    nothing for a while sleeps in the burst, armed as for Rx interrupts on
+//    the queues the thread polls, until a packet arrives or idle_sleep_us.
+#include <poll.h>
+#include <time.h>
+
+#include <array>
+#include <atomic>
+#include <mutex>
+
 #include <rte_interrupts.h>
 #include <rte_power_intrinsics.h>
 
@@ -93,6 +103,103 @@ int xenpv_tx_done_cleanup(void* queue, uint32_t free_cnt) {
   xpv::Queue* q = txq->q;
   if (!q) return -ENODEV;
   return static_cast<int>(q->tx_done_cleanup(free_cnt));
+}
+
+// ---- idle_sleep ------------------------------------------------------------
+//
+// A poll-mode thread spins on its CPU; a virtual CPU that shares a physical
+// one with the backend domain (dom0's netback copies every packet) takes that
+// CPU from it even when idle. So, once the thread found every net_xenpv queue
+// it polls empty kIdlePollsBeforeSleep times in a row, its burst sleeps in
+// the kernel as the guest's idle loop does, and the vCPU blocks in the
+// hypervisor. The sleep ends when a packet arrives for one of those queues:
+// each is armed for received packets (Queue::arm(kRx), as for DPDK's Rx
+// interrupts: its TX completions stay quiet) and the thread polls their event
+// fds, idle_sleep_us at most. Afterwards each queue goes back to poll mode.
+//
+// The queues are those this thread found empty since its last sleep: a
+// thread-local list of xenpv_rxq pointers. A port's queues may be freed by
+// another thread (rx_queue_release; dev_close, dev_configure or dev_reset,
+// which destroy the library device) while this thread is between two bursts
+// or asleep: those bump g_idle_generation under g_idle_mu first, and a wait
+// touches the queues of its list, other than the one whose burst it is in,
+// only under g_idle_mu and only while the generation it started its list at
+// holds. Not on the per-packet path: empty polls and sleeps only.
+namespace {
+
+std::mutex g_idle_mu;
+std::atomic<uint64_t> g_idle_generation{0};  // written under g_idle_mu
+
+constexpr uint32_t kIdleWaitQueuesMax = 16;  // queues one thread waits on
+
+struct IdleList {
+  std::array<xenpv_rxq*, kIdleWaitQueuesMax> rxq{};
+  uint32_t n = 0;
+  uint64_t generation = 0;
+};
+thread_local IdleList t_idle;
+
+}  // namespace
+
+void xenpv_idle_forget_queues() {
+  std::lock_guard lk(g_idle_mu);
+  g_idle_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+void xenpv_idle_note(xenpv_rxq* rxq) {
+  IdleList& l = t_idle;
+  if (l.n == 0) l.generation = g_idle_generation.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < l.n; ++i)
+    if (l.rxq[i] == rxq) return;
+  // A thread polling more queues than that sleeps on the first ones; the
+  // others wait for the sleep's end (idle_sleep_us at most).
+  if (l.n < kIdleWaitQueuesMax) l.rxq[l.n++] = rxq;
+}
+
+void xenpv_idle_wait(xenpv_rxq* cur) {
+  IdleList& l = t_idle;
+  std::array<xpv::Queue*, kIdleWaitQueuesMax> armed;
+  std::array<struct pollfd, kIdleWaitQueuesMax> fds;
+  uint32_t n = 0;
+  bool sleep = true;
+  {
+    std::lock_guard lk(g_idle_mu);
+    if (l.generation != g_idle_generation.load(std::memory_order_relaxed)) {
+      // A port's queues were freed since the list began: only `cur`, whose
+      // burst this is, is certainly alive.
+      l.rxq[0] = cur;
+      l.n = 1;
+    }
+    for (uint32_t i = 0; i < l.n && sleep; ++i) {
+      // Acquire: pairs with the release store of the queue start.
+      xpv::Queue* q = l.rxq[i]->q.load(std::memory_order_acquire);
+      if (!q) continue;  // stopped: nothing to wait for
+      armed[n] = q;
+      fds[n] = {q->event_fd(), POLLIN, 0};
+      ++n;
+      // false: packets wait already (or raced with the re-arm): no sleep.
+      sleep = q->arm(xpv::Queue::ArmFor::kRx);
+    }
+  }
+  if (sleep) {
+    cur->idle_sleeps.add();
+    const struct timespec ts = {0, static_cast<long>(cur->idle_sleep_us) * 1000};
+    // An interrupted wait (a signal) is just shorter.
+    if (n && ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();
+    if (!n) clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+  }
+  {
+    std::lock_guard lk(g_idle_mu);
+    const bool alive = l.generation == g_idle_generation.load(std::memory_order_relaxed);
+    xpv::Queue* mine = cur->q.load(std::memory_order_acquire);
+    // Back to poll mode; it takes any event that fired meanwhile. After a
+    // release elsewhere only `cur`'s queue is touched: the others, if still
+    // alive, stay armed until their thread's next wait, which costs them an
+    // event now and then, not a packet.
+    for (uint32_t i = 0; i < n; ++i)
+      if (alive || armed[i] == mine) armed[i]->set_mode(xpv::QueueMode::kPoll);
+  }
+  l.n = 0;
 }
 
 int xenpv_get_monitor_addr(void* queue, struct rte_power_monitor_cond* pmc) {

@@ -16,8 +16,6 @@
 // that DPDK leaves the L4 length out of a TSO packet's pseudo-header and
 // netback (Linux GSO) counts it in: the TX burst adds it, in place, as
 // virtio's PMD does.
-#include <time.h>
-
 #include <memory>
 #include <type_traits>
 
@@ -298,24 +296,21 @@ bool rx_attach(xenpv_rxq* rxq, const xpv::RxPacket& p, struct rte_mbuf** out) {
 
 // idle_sleep: empty polls in a row on this thread, over every net_xenpv queue
 // it polls (a forwarding lcore polls several: one of them busy keeps the
-// count at zero). A poll-mode thread spins on its CPU; a virtual CPU that
-// shares a physical one with the backend domain (dom0's netback copies every
-// packet) takes that CPU from it even when idle, and SCHEDOP_yield does not
-// give it back (tried: no change in the CPU split Xen accounted). A sleep
-// lets the vCPU block in the hypervisor, as the guest kernel's idle loop does.
+// count at zero). Why a poll-mode thread sleeps at all: xenpv_intr.cc.
+// SCHEDOP_yield instead of a sleep did not give the physical CPU back to dom0
+// (tried: no change in the CPU split Xen accounted).
 // Initial-exec: one load at a fixed offset from the thread pointer, where a
 // dlopen()ed PMD's default model calls __tls_get_addr on every burst.
 [[gnu::tls_model("initial-exec")]] thread_local uint32_t t_empty_polls = 0;
 
-// An empty poll of `rxq`: after kIdlePollsBeforeSleep of them in a row,
-// sleep its port's idle_sleep microseconds. Not on the per-packet path.
+// An empty poll of `rxq`: after kIdlePollsBeforeSleep of them in a row, wait
+// (xenpv_idle_wait) up to its port's idle_sleep microseconds. Not on the
+// per-packet path.
 [[gnu::noinline]] void idle_poll(xenpv_rxq* rxq) {
+  xenpv_idle_note(rxq);
   if (++t_empty_polls < kIdlePollsBeforeSleep) return;
   t_empty_polls = 0;
-  rxq->idle_sleeps.add();
-  const struct timespec ts = {0, static_cast<long>(rxq->idle_sleep_us) * 1000};
-  // An interrupted sleep (a signal) is just shorter.
-  clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+  xenpv_idle_wait(rxq);
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ if [[ $ONLY == pmd-idle-sleep ]]; then
   pmd_session_alone
   source tests/integration/pmd_idle_sleep.sh
   check_pmd_idle_sleep
+  check_pmd_idle_wake
 fi
 if [[ $ONLY == control ]]; then
   pmd_session_alone
@@ -120,6 +121,7 @@ if want pmd; then
     check_pmd_rss
     source tests/integration/pmd_idle_sleep.sh
     check_pmd_idle_sleep
+    check_pmd_idle_wake
     source tests/integration/bench_windows.sh
     check_bench_windows
     check_bench_windows_size
