@@ -14,6 +14,20 @@ idle_cpu_pct() {
   python3 -c "print('%.0f' % (100.0 * ($t1 - $t0) / $(getconf CLK_TCK) / ($w1 - $w0)))"
 }
 
+# idle_gen NAME PKTGEN_ARGS...: xpv-pktgen's gen role (UDP to testpmd) against the socket
+# RUN/NAME.sock; sets GEN_RC (its exit status), GEN_GOT (frames back), GEN_BAD (damaged or out
+# of order) and GEN_SECS (its seconds) from RUN/NAME-gen.json.
+idle_gen() {
+  local name=$1
+  shift
+  timeout 300 "$PKTGEN" --platform "sim:$RUN/$name.sock" --role gen --proto udp --dst-mac $TP_MAC \
+    "$@" --json "$RUN/$name-gen.json" --quiet >"$RUN/$name-gen.log" 2>&1
+  GEN_RC=$?
+  GEN_GOT=$(json "$RUN/$name-gen.json" "d['received']" 2>/dev/null || echo 0)
+  GEN_BAD=$(json "$RUN/$name-gen.json" "d['bad_payload'] + d['out_of_order']" 2>/dev/null || echo 1)
+  GEN_SECS=$(json "$RUN/$name-gen.json" "d['seconds']" 2>/dev/null || echo "?")
+}
+
 # idle_session NAME DEVARGS: testpmd (macswap) on the bridge, forwarding started, idle for 3 s;
 # sets IDLE_CPU (its CPU % over those seconds). Returns 1 when testpmd did not come up.
 idle_session() {
@@ -46,24 +60,20 @@ check_pmd_idle_sleep() {
   local idle_cpu=$IDLE_CPU sleeps_idle
   read_xstats
   sleeps_idle=$(xstat rx_q0_idle_sleeps)
-  timeout 300 "$PKTGEN" --platform "sim:$RUN/tpidle.sock" --role gen --proto udp --dst-mac $TP_MAC \
-    --count 100000 --size 60-1500 --window 128 --json "$RUN/idle-gen.json" --quiet >"$RUN/idle-gen.log" 2>&1
-  local rc=$?
+  idle_gen tpidle --count 100000 --size 60-1500 --window 128
+  local rc=$GEN_RC got=$GEN_GOT bad=$GEN_BAD
   read_xstats
   local sleeps_after rx
   sleeps_after=$(xstat rx_q0_idle_sleeps) rx=$(xstat rx_good_packets)
   ts_quit
   nb_stop $nb
-  local got bad
-  got=$(json "$RUN/idle-gen.json" "d['received']" 2>/dev/null || echo 0)
-  bad=$(json "$RUN/idle-gen.json" "d['bad_payload'] + d['out_of_order']" 2>/dev/null || echo 1)
   # Spinning, the forwarding lcore takes a whole CPU; sleeping 200 us after 64 empty polls, a
   # small part of one. Half a CPU is far from both.
   if ((rc == 0 && got == 100000 && bad == 0 && ${sleeps_idle:-0} > 100 && ${idle_cpu:-100} < 50 &&
     ${sleeps_after:-0} >= ${sleeps_idle:-0})); then
     pass $name "idle 3 s: testpmd took ${idle_cpu}% of a CPU with idle_sleep=200 (${spin_cpu}% without), $sleeps_idle sleeps counted; then 100000 UDP frames of 60..1500 bytes reflected, all verified ($rx received, $sleeps_after sleeps in all)"
   else
-    fail $name "exit $rc, $got of 100000 back, $bad bad; idle CPU ${idle_cpu}% (without idle_sleep ${spin_cpu}%), sleeps $sleeps_idle idle, $sleeps_after in all (logs $RUN/idle-gen.log $TS_LOG)"
+    fail $name "exit $rc, $got of 100000 back, $bad bad; idle CPU ${idle_cpu}% (without idle_sleep ${spin_cpu}%), sleeps $sleeps_idle idle, $sleeps_after in all (logs $RUN/tpidle-gen.log $TS_LOG)"
   fi
 }
 
@@ -82,23 +92,18 @@ check_pmd_idle_wake() {
     return
   fi
   ts_cmd "start"
-  timeout 120 "$PKTGEN" --platform "sim:$RUN/tpwake.sock" --role gen --proto udp --dst-mac $TP_MAC \
-    --count $n --window 1 --json "$RUN/wake-gen.json" --quiet >"$RUN/wake-gen.log" 2>&1
-  local rc=$?
+  idle_gen tpwake --count $n --window 1
+  local rc=$GEN_RC got=$GEN_GOT bad=$GEN_BAD secs=$GEN_SECS
   read_xstats
   local sleeps woken
   sleeps=$(xstat rx_q0_idle_sleeps) woken=$(xstat rx_q0_idle_sleeps_woken)
   ts_quit
   nb_stop $nb
-  local got bad secs
-  got=$(json "$RUN/wake-gen.json" "d['received']" 2>/dev/null || echo 0)
-  bad=$(json "$RUN/wake-gen.json" "d['bad_payload'] + d['out_of_order']" 2>/dev/null || echo 1)
-  secs=$(json "$RUN/wake-gen.json" "d['seconds']" 2>/dev/null || echo "?")
   # Most frames find the lcore asleep (a round trip through xpv-netback outlasts 64 empty
   # polls); half of them is far from none.
   if ((rc == 0 && got == n && bad == 0 && ${woken:-0} >= n / 2)); then
     pass $name "$n UDP frames one at a time through testpmd with idle_sleep=1000: $woken of $sleeps sleeps ended by a frame, all $n back and verified in $secs s"
   else
-    fail $name "exit $rc, $got of $n back, $bad bad; sleeps $sleeps, ended by a frame ${woken:-none} (logs $RUN/wake-gen.log $TS_LOG)"
+    fail $name "exit $rc, $got of $n back, $bad bad; sleeps $sleeps, ended by a frame ${woken:-none} (logs $RUN/tpwake-gen.log $TS_LOG)"
   fi
 }
