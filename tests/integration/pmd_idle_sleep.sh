@@ -67,7 +67,7 @@ check_pmd_idle_sleep() {
   sleeps_after=$(xstat rx_q0_idle_sleeps) rx=$(xstat rx_good_packets)
   ts_quit
   nb_stop $nb
-  # Spinning, the forwarding lcore takes a whole CPU; sleeping 200 us after 64 empty polls, a
+  # Spinning, the forwarding lcore takes a whole CPU; sleeping up to 200 us after 64 empty polls, a
   # small part of one. Half a CPU is far from both.
   if ((rc == 0 && got == 100000 && bad == 0 && ${sleeps_idle:-0} > 100 && ${idle_cpu:-100} < 50 &&
     ${sleeps_after:-0} >= ${sleeps_idle:-0})); then

@@ -13,10 +13,11 @@
 #   fwd-zc:       xpv-fwd with the offloads and zerocopy=1: received into mbufs attached to
 #                 the granted RX pages, sent on by those pages' grants (both vifs are this
 #                 domU's, served by dom0): no copy in the domU.
-#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=50 and zerocopy=1: its lcore sleeps 50 us
-#                 after 64 empty polls in a row instead of spinning, so that the domU's vCPU
-#                 leaves the physical CPU to dom0's netback while it has nothing to forward, and
-#                 it forwards the pages netback filled by their grants, as fwd-zc does.
+#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=50 and zerocopy=1: its lcore sleeps after
+#                 64 empty polls in a row, until a packet arrives or 50 us pass, instead of
+#                 spinning, so that the domU's vCPU leaves the physical CPU to dom0's netback
+#                 while it has nothing to forward, and it forwards the pages netback filled by
+#                 their grants, as fwd-zc does.
 # And the kernel bridge once more beside a busy loop in the domU (nice 19): what the kernel
 # gets when the domU's one vCPU is never idle, as with testpmd. dom0's netback copies on the
 # same two physical CPUs (QEMU's), so a spinning domU takes CPU from it.
