@@ -184,9 +184,9 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   if (sleep) {
     cur->idle_sleeps.add();
     const struct timespec ts = {0, static_cast<long>(cur->idle_sleep_us) * 1000};
-    // An interrupted wait (a signal) is just shorter.
-    if (n && ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();
-    if (!n) clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nullptr);
+    // With no queue to watch (all stopped meanwhile) ppoll just sleeps; an
+    // interrupted wait (a signal) is just shorter.
+    if (ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();
   }
   {
     std::lock_guard lk(g_idle_mu);
