@@ -734,15 +734,56 @@ l3fwd_stop() {
     wait "$L3_PID" 2>/dev/null
 }
 
+# l3fwd_round_stall HEARTBEAT T0 T1 OUT: the longest time, in seconds, that the domU (the gaps of
+# HEARTBEAT's 50 ms beats between T0 and T1, less those 50 ms) or dom0 (the sender's own, in OUT)
+# stood still during a round.
+l3fwd_round_stall() {
+    python3 - "$@" <<'PY'
+import re, sys
+t0, t1 = float(sys.argv[2]), float(sys.argv[3])
+beats = [float(x) for x in open(sys.argv[1]).read().split() if x.replace('.', '', 1).isdigit()]
+around = [b for b in beats if b < t0][-1:] + [b for b in beats if t0 <= b <= t1] + [b for b in beats if b > t1][:1]
+domu = max((b - a - 0.05 for a, b in zip(around, around[1:])), default=t1 - t0)
+m = re.search(r"dom0's longest stall ([0-9.]+)s", sys.argv[4])
+print("%.2f" % max(domu, float(m.group(1)) if m else 0.0))
+PY
+}
+
+# A round whose frames did not all come back within their second, while the domU or dom0 stood
+# still for L3FWD_STALL_S or more (QEMU TCG on a loaded host: the HVM domU's clocksource watchdog
+# logs such stalls), says nothing about the data path: it is run again, L3FWD_REPEATS times at
+# most in the check. Frames late or lost without such a stall fail the check.
+L3FWD_STALL_S=0.8
+L3FWD_REPEATS=3
+
 check_l3fwd_power_interrupt() {
     local pid=$L3_PID log=$L3_LOG
     { [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; } || fail "no l3fwd-power"
     local hz r w0 w1 out c0 c1 u0 u1 lats="" lost="" nowake="" idle_ticks=0 idle_cs=0 gap_wakes=0
+    local hb=$XPV_RUN_DIR/l3fwd-heartbeat hb_pid t0 t1 rc stall repeats=0 repeated=""
     hz=$(getconf CLK_TCK)
+    # Beside l3fwd-power, a shell that wakes every 50 ms (builtins only, no process per beat).
+    nap 0
+    (while :; do echo "$EPOCHREALTIME"; nap 0.05; done) >"$hb" &
+    hb_pid=$!
     for ((r = 1; r <= L3FWD_ROUNDS; r++)); do
         w0=$(wake_ups "$log")
-        out=$(xpv_dom0 l3fwd_round 1 "$VIF1_MAC" "$L3FWD_FRAMES" "$L3FWD_FRAME_GAP_MS") || lost+=" round $r: $out;"
+        t0=$EPOCHREALTIME
+        out=$(xpv_dom0 l3fwd_round 1 "$VIF1_MAC" "$L3FWD_FRAMES" "$L3FWD_FRAME_GAP_MS")
+        rc=$? t1=$EPOCHREALTIME
         w1=$(wake_ups "$log")
+        if ((rc != 0)); then
+            stall=$(l3fwd_round_stall "$hb" "$t0" "$t1" "$out")
+            if ((repeats < L3FWD_REPEATS)) &&
+                python3 -c 'import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))' "$stall" "$L3FWD_STALL_S"; then
+                repeats=$((repeats + 1))
+                repeated+=" round $r: $out (longest stall ${stall}s);"
+                xpv_log "l3fwd-power-interrupt: round $r during a stall of ${stall}s ($out): run again"
+                r=$((r - 1))
+                continue
+            fi
+            lost+=" round $r: $out (longest stall ${stall}s);"
+        fi
         ((w1 > w0)) || nowake+=" $r"
         [[ $out == *"latency_us "* ]] && lats+=",${out##*latency_us }"
         nap 0.1  # l3fwd-power sleeps again after 300 empty polls
@@ -755,6 +796,8 @@ check_l3fwd_power_interrupt() {
         w1=$(wake_ups "$log")
         idle_ticks=$((idle_ticks + c1 - c0)) idle_cs=$((idle_cs + u1 - u0)) gap_wakes=$((gap_wakes + w1 - w0))
     done
+    kill "$hb_pid"
+    wait "$hb_pid" 2>/dev/null
     # The PMD's own counters through DPDK's telemetry socket (l3fwd-power prints no xstats).
     local xs events
     xs=$(echo "/ethdev/xstats,0" | timeout 60 dpdk-telemetry.py -f l3fwd 2>&1)
@@ -771,6 +814,7 @@ print("%.1f %d %d %d" % (100.0 * ticks / hz / (cs / 100.0) if cs else -1,
     what+=" $n of $((L3FWD_ROUNDS * L3FWD_FRAMES)) forwarded back, latency median $med us (max $max us; l3fwd-power's epoll timeout is 10 ms);"
     what+=" $(wake_ups "$log") wake-ups logged ($gap_wakes in the idle gaps);"
     what+=" lcore CPU over $((idle_cs / 100)).$((idle_cs % 100 / 10)) s of idle gaps ${cpu}% of a core; q0_events ${events:-unknown}"
+    [[ -z $repeated ]] || what+="; run again after a stall:$repeated"
     [[ -z $lost ]] || fail "$what; lost:$lost"
     [[ -z $nowake ]] || fail "$what; no wake-up logged in rounds$nowake"
     # TX completions waiting must not wake an idle queue (a storm is thousands of wake-ups).
