@@ -491,6 +491,27 @@ tcp_tp_halt() { TCP_TP_STOP=$(tp "stop"); }
 TCP_WINDOW_WAYS=("testpmd-on testpmd" "fwd-on xpv-fwd" "fwd-zc xpv-fwd ,zerocopy=1"
     "testpmd-sleep testpmd ,idle_sleep=50,zerocopy=1")
 
+# tcp_way_counts NAME PROGRAM: what the domU's forwarder did over NAME's windows (both ports, both
+# directions, and the time between its windows), appended to TCP_WAY_COUNTS: packets received,
+# sleeps (and how many a packet ended), events taken, notifications sent. testpmd's from the
+# xstats tcp_testpmd_on_counts took, xpv-fwd's from its log after tcp_fwd_stop.
+TCP_WAY_COUNTS=
+tcp_way_counts() {
+    local rx sleeps woken events notifies
+    if [[ $2 == testpmd ]]; then
+        rx=$(tcp_xstat_sum rx_q0_packets) sleeps=$(tcp_xstat_sum rx_q0_idle_sleeps)
+        woken=$(tcp_xstat_sum rx_q0_idle_sleeps_woken) events=$(tcp_xstat_sum q0_events)
+        notifies=$(tcp_xstat_sum q0_notifies)
+    else
+        read -r rx sleeps woken events notifies < <(awk '
+            /^xpv-fwd: port [01]: rx/ { for (i = 1; i < NF; i++) { if ($i == "rx") r += $(i + 1)
+                if ($i == "events") e += $(i + 1); if ($i == "notifies") n += $(i + 1) } }
+            /^xpv-fwd: sleeps/ { s = $3; w = $5 }
+            END { print r + 0, s + 0, w + 0, e + 0, n + 0 }' "$FWD_LOG")
+    fi
+    TCP_WAY_COUNTS+="${TCP_WAY_COUNTS:+, }$1 rx $rx sleeps $sleeps (woken $woken) events $events notifies $notifies"
+}
+
 check_tcp_windows() {
     local i way name prog devargs judged
     rm -f "$TCP_WINDOWS_FILE"
@@ -516,6 +537,7 @@ check_tcp_windows() {
             tcp_windows_way "$name" tcp_tp_go tcp_tp_halt
             tcp_testpmd_on_counts "$name" "$TCP_TP_STOP"
         fi
+        tcp_way_counts "$name" "$prog"
     done
     tcp_way a
     ip link del xpvbr
@@ -550,5 +572,5 @@ print("CPU dom0%%/domU%% (medians of the windows): %s; " % ", ".join(
     for n, v in cpu.items()), end="")
 EOF
     ) || fail "cannot judge the windows: $judged"
-    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
+    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
 }
