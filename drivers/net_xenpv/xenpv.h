@@ -52,9 +52,10 @@ struct xenpv_args {
 // Empty RX polls in a row (on one thread, any net_xenpv queue) before an
 // idle_sleep.
 constexpr uint32_t kIdlePollsBeforeSleep = 64;
-// The longest idle_sleep: a millisecond (netif's RX ring of 256 slots fills
-// in about 200 us at 1.25 Mpps).
-constexpr uint32_t kMaxIdleSleepUs = 1000;
+// The longest idle_sleep: a second. A packet for a queue the thread polled
+// ends the sleep at once; the bound is for what does not (packets of other
+// drivers' queues, a stop the lcore must see).
+constexpr uint32_t kMaxIdleSleepUs = 1'000'000;
 
 // Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N,csum=0|1,zerocopy=0|1,
 // idle_sleep=US"; on error `err` names the key and the expected form.

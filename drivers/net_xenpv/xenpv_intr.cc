@@ -183,7 +183,8 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   }
   if (sleep) {
     cur->idle_sleeps.add();
-    const struct timespec ts = {0, static_cast<long>(cur->idle_sleep_us) * 1000};
+    const struct timespec ts = {static_cast<time_t>(cur->idle_sleep_us / 1'000'000),
+                                static_cast<long>(cur->idle_sleep_us % 1'000'000) * 1000};
     // With no queue to watch (all stopped meanwhile) ppoll just sleeps; an
     // interrupted wait (a signal) is just shorter.
     if (ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();

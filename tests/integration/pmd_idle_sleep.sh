@@ -77,17 +77,18 @@ check_pmd_idle_sleep() {
   fi
 }
 
-# ---- idle_sleep=1000 with frames one at a time: each frame reaches testpmd while its lcore
-# sleeps (it polled 64 times in vain since the last one) and must end that sleep, not wait out
-# the millisecond. A sleep on the queue's event channel (armed as for Rx interrupts) ends when
-# the frame arrives: counted in rx_q0_idle_sleeps_woken. A plain timed sleep never ends early:
-# every frame would come back after up to a millisecond, and nothing would be counted.
+# ---- idle_sleep=1000000 (the longest, a second) with frames one at a time: each frame reaches
+# testpmd while its lcore sleeps (it polled 64 times in vain since the last one) and must end
+# that sleep, not wait out the second. A sleep on the queue's event channel (armed as for Rx
+# interrupts) ends when the frame arrives: counted in rx_q0_idle_sleeps_woken. A plain timed
+# sleep never ends early: the frames would take up to a second each, and nothing would be
+# counted; a sleep that cannot take the second (ppoll's EINVAL) would not sleep at all.
 check_pmd_idle_wake() {
   local name=pmd-idle-wake n=2000
   nb_start tpwake --mode bridge || { fail $name "netback did not start"; return; }
   local nb=$NB_PID
-  if ! ts_start tp-wake "net_xenpv0,backend=sim:$RUN/tpwake.sock,idle_sleep=1000" --forward-mode=macswap; then
-    fail $name "testpmd with idle_sleep=1000 did not start (log $TS_LOG)"
+  if ! ts_start tp-wake "net_xenpv0,backend=sim:$RUN/tpwake.sock,idle_sleep=1000000" --forward-mode=macswap; then
+    fail $name "testpmd with idle_sleep=1000000 did not start (log $TS_LOG)"
     nb_stop $nb
     return
   fi
@@ -102,7 +103,7 @@ check_pmd_idle_wake() {
   # Most frames find the lcore asleep (a round trip through xpv-netback outlasts 64 empty
   # polls); half of them is far from none.
   if ((rc == 0 && got == n && bad == 0 && ${woken:-0} >= n / 2)); then
-    pass $name "$n UDP frames one at a time through testpmd with idle_sleep=1000: $woken of $sleeps sleeps ended by a frame, all $n back and verified in $secs s"
+    pass $name "$n UDP frames one at a time through testpmd with idle_sleep=1000000: $woken of $sleeps sleeps ended by a frame, all $n back and verified in $secs s"
   else
     fail $name "exit $rc, $got of $n back, $bad bad; sleeps $sleeps, ended by a frame ${woken:-none} (logs $RUN/tpwake-gen.log $TS_LOG)"
   fi
