@@ -402,21 +402,24 @@ def xen_tcp_figures(tcp_line):
     # than one (one round's ratio can flip on a noisy machine), else its one round.
     # (Logs before zero-copy joined the rounds have three runs a round and two medians.)
     # (Logs before idle_sleep joined them have four runs a round and three medians; logs
-    # before its testpmd ran with zerocopy=1 too call the fifth "testpmd idle_sleep=50".)
+    # before its testpmd ran with zerocopy=1 too call the fifth "testpmd idle_sleep=50"; the
+    # value is the check's TCP_IDLE_SLEEP.)
     m = re.search(r"(\d+) rounds, kernel bridge/testpmd on/xpv-fwd on(?:/xpv-fwd zero-copy)?"
-                  r"(?:/testpmd idle_sleep=50(?: zero-copy)?)? Mbit/s: ([0-9./ ]+), "
+                  r"(?:/testpmd idle_sleep=\d+(?: zero-copy)?)? Mbit/s: ([0-9./ ]+), "
                   r"medians of the rounds' ratios: testpmd on/kernel ([0-9.]+), xpv-fwd on/kernel ([0-9.]+)"
                   r"(?:, xpv-fwd zero-copy/kernel ([0-9.]+))?"
-                  r"(?:, testpmd idle_sleep=50(?: zero-copy)?/kernel ([0-9.]+))?", tcp_line)
-    sleep_zc = "testpmd idle_sleep=50 zero-copy/kernel" in tcp_line
+                  r"(?:, testpmd idle_sleep=\d+(?: zero-copy)?/kernel ([0-9.]+))?", tcp_line)
+    sleep_zc = re.search(r"testpmd idle_sleep=\d+ zero-copy/kernel", tcp_line) is not None
+    sleep_us = re.search(r"testpmd on with idle_sleep=(\d+)", tcp_line)
+    sleep_us = sleep_us.group(1) if sleep_us else "50"
     # xpv-fwd with zerocopy=1 (received into the granted pages, sent on by their grants).
     z_on = mbit(r"xpv-fwd on with zerocopy=1")
     z_on_k = z_on / t_k if z_on is not None and t_k else None
     on_k_shown = f"{fmt(on_k, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
     f_on_k_shown = f"{fmt(f_on_k, '.2f')} ({fmt(f_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
     z_on_k_shown = f"{fmt(z_on_k, '.2f')} ({fmt(z_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
-    # testpmd with idle_sleep=50 (its lcore sleeps when idle instead of spinning), and zerocopy=1.
-    s_on = mbit(r"testpmd on with idle_sleep=50(?: zerocopy=1)?")
+    # testpmd with idle_sleep (its lcore sleeps when idle instead of spinning), and zerocopy=1.
+    s_on = mbit(r"testpmd on with idle_sleep=\d+(?: zerocopy=1)?")
     s_on_k = s_on / t_k if s_on is not None and t_k else None
     s_on_k_shown = f"{fmt(s_on_k, '.2f')} ({fmt(s_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
     if m and int(m.group(1)) > 1:
@@ -436,7 +439,7 @@ def xen_tcp_figures(tcp_line):
     return {"t_k": t_k, "t_off": t_off, "t_on": t_on, "on_off": on_off, "on_k": on_k, "on_k_shown": on_k_shown,
             "f_off": f_off, "f_on": f_on, "f_on_off": f_on_off, "f_on_k": f_on_k, "f_on_k_shown": f_on_k_shown,
             "z_on_k": z_on_k, "z_on_k_shown": z_on_k_shown, "s_on_k": s_on_k, "s_on_k_shown": s_on_k_shown,
-            "s_zc": sleep_zc}
+            "s_zc": sleep_zc, "s_us": sleep_us}
 
 
 # check tcp-windows's ways (e2e/xen/checks/tcp.sh) and the on/kernel figures they judge.
@@ -609,7 +612,7 @@ def summarise(R, machine, started, failed):
             TARGET_TCP_ON_KERNEL, f_on_k_shown),
         tgt("TCP through a PV domU (real Xen), xpv-fwd zerocopy=1 offloads on / kernel bridge", z_on_k, ">=",
             TARGET_TCP_ON_KERNEL, z_on_k_shown),
-        tgt("TCP through a PV domU (real Xen), testpmd idle_sleep=50" + (" zerocopy=1" if X["s_zc"] else "")
+        tgt(f"TCP through a PV domU (real Xen), testpmd idle_sleep={X['s_us']}" + (" zerocopy=1" if X["s_zc"] else "")
             + " offloads on / kernel bridge", s_on_k, ">=",
             TARGET_TCP_ON_KERNEL, s_on_k_shown),
     ]
@@ -1131,6 +1134,7 @@ def tcp_md(R):
     else:
         L += ["not run in this bench.", ""]
     tcp = xen_tcp_lines(R)
+    us = xen_tcp_figures((tcp or [""])[-1])["s_us"]
     own = bool((R.get("e2e_tcp") or {}).get("tcp"))
     where = (f"this bench's run of check tcp-through-domu alone, {R['e2e_tcp'].get('rounds') or '?'} rounds"
              if own else "the last `make e2e-xen`, check tcp-through-domu, one round (this bench ran none: --no-xen, "
@@ -1154,9 +1158,9 @@ def tcp_md(R):
           "the kernel bridge measured beside a busy loop in the domU (the last figure) shows what that costs "
           "the kernel. xpv-fwd (examples/xpv-fwd.cc, in the dpdk-pmd-xenpv package) forwards with the same "
           "offloads but sleeps on RX interrupts when idle, as l3fwd-power does; the share of the vCPU it "
-          "used is in the line above. testpmd with the device argument idle_sleep=50 (\"testpmd on with "
-          "idle_sleep=50\") is the same testpmd whose forwarding lcore sleeps after 64 empty polls in a row, until "
-          "a packet arrives or 50 us pass, instead of spinning, and (since the run says \"zerocopy=1\") forwards the pages netback filled by their "
+          f"used is in the line above. testpmd with the device argument idle_sleep={us} (\"testpmd on with "
+          f"idle_sleep={us}\") is the same testpmd whose forwarding lcore sleeps after 64 empty polls in a row, until "
+          f"a packet arrives or {us} us pass, instead of spinning, and (since the run says \"zerocopy=1\") forwards the pages netback filled by their "
           "grants, as xpv-fwd zero-copy does. The line ends with the CPU time Xen accounted to dom0 and to the domU "
           "over each run (xl list), in % of one physical CPU: when the two add up to all the physical CPUs, "
           "the path is bound by CPU, and the domU's share is what its forwarding costs dom0. Last, where packets "

@@ -211,6 +211,13 @@ class RealXenTcpFigures(unittest.TestCase):
         self.assertAlmostEqual(X["z_on_k"], 0.95)
         self.assertAlmostEqual(X["on_k"], 0.60)
 
+    def test_the_idle_sleep_the_check_ran_with_is_read_and_named(self):
+        X = report.xen_tcp_figures(self.LINE.replace("idle_sleep=50", "idle_sleep=10000"))
+        self.assertAlmostEqual(X["s_on_k"], 0.85)
+        self.assertTrue(X["s_zc"])
+        self.assertEqual(X["s_us"], "10000")
+        self.assertEqual(report.xen_tcp_figures(self.LINE)["s_us"], "50")
+
     def test_one_round_is_its_own_figures(self):
         one = self.LINE.replace("3 rounds", "1 rounds")
         X = report.xen_tcp_figures(one)

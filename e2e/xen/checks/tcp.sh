@@ -13,8 +13,8 @@
 #   fwd-zc:       xpv-fwd with the offloads and zerocopy=1: received into mbufs attached to
 #                 the granted RX pages, sent on by those pages' grants (both vifs are this
 #                 domU's, served by dom0): no copy in the domU.
-#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=50 and zerocopy=1: its lcore sleeps after
-#                 64 empty polls in a row, until a packet arrives or 50 us pass, instead of
+#   xenpv-sleep:  testpmd as xenpv-on with idle_sleep=TCP_IDLE_SLEEP and zerocopy=1: its lcore
+#                 sleeps after 64 empty polls in a row, until a packet arrives, instead of
 #                 spinning, so that the domU's vCPU leaves the physical CPU to dom0's netback
 #                 while it has nothing to forward, and it forwards the pages netback filled by
 #                 their grants, as fwd-zc does.
@@ -42,6 +42,12 @@ TCP_WINDOWS=${XPV_E2E_TCP_WINDOWS:-0}
 TCP_WINDOW_SECONDS=${XPV_E2E_TCP_WINDOW_SECONDS:-3}
 TCP_WINDOW_OMIT=1
 TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows  # "label mbit dom0%/domU%" lines, in the order run
+# testpmd's idle_sleep (xenpv-sleep, testpmd-sleep): the longest sleep, in microseconds. A packet
+# ends a sleep at once, so a sleep that ends without one only costs the vCPU another round of
+# empty polls and another sleep: with 50, tcp-windows counted 81,488 sleeps for 29,892 packets
+# (3,274 ended by a packet), 72% of the vCPU; with 10,000, 10,252 (4,744) for 31,522, 56%, as
+# much as xpv-fwd zero-copy (54%), which waits 200 ms (README run AG).
+TCP_IDLE_SLEEP=10000
 # The vifs the DPDK forwarders use and the MACs their ports send to (nsa's, nsb's veth on that
 # way): vifs 2 and 3 (tcp-through-domu), or 4 and 5 (tcp_way c).
 TCP_VIF0=2 TCP_VIF1=3 TCP_PEER0=$TCP_MAC_A TCP_PEER1=$TCP_MAC_B
@@ -264,7 +270,7 @@ tcp_netfront_unbind() {
 }
 
 # tcp_testpmd_on LABEL [DEVARGS]: one iperf3 run through testpmd's csum engine between net_xenpv
-# ports with LRO, TSO and checksum offload (and DEVARGS, e.g. ",idle_sleep=50"). Sets TCP_ON
+# ports with LRO, TSO and checksum offload (and DEVARGS, e.g. ",idle_sleep=10000"). Sets TCP_ON
 # (tcp_iperf's summary), TCP_ON_DROPS (tcp_tp_drops), TCP_ON_LRO, TCP_ON_TSO, TCP_ON_CSUM,
 # TCP_ON_SLEEPS, TCP_ON_RX, TCP_ON_KEPT and TCP_ON_BY_GRANT (the ports' counts; sleeps, packets
 # received, kept in their pages and sent by those pages' grants: of both ports); fails the
@@ -358,13 +364,13 @@ check_tcp_through_domu() {
     tcp_testpmd_on xenpv-on
     local on=$TCP_ON drops_on=$TCP_ON_DROPS lro=$TCP_ON_LRO tso=$TCP_ON_TSO csum=$TCP_ON_CSUM
 
-    # 3b. The same with idle_sleep=50 and zerocopy=1: the forwarding lcore sleeps when idle
+    # 3b. The same with idle_sleep and zerocopy=1: the forwarding lcore sleeps when idle
     # (and must have), and forwards nearly every packet in the pages netback filled, by their
     # grants (as xpv-fwd in step 5: 85% wanted). The way to run testpmd as a forwarder in a
     # guest that shares its physical CPUs with dom0 (docs/nics/xenpv.rst).
-    tcp_testpmd_on xenpv-sleep ",idle_sleep=50,zerocopy=1"
+    tcp_testpmd_on xenpv-sleep ",idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1"
     local onsl=$TCP_ON sleeps=$TCP_ON_SLEEPS slrx=$TCP_ON_RX slkept=$TCP_ON_KEPT slgrant=$TCP_ON_BY_GRANT
-    ((sleeps > 0)) || fail "testpmd with idle_sleep=50 never slept (rx_q0_idle_sleeps of both ports 0): $onsl"
+    ((sleeps > 0)) || fail "testpmd with idle_sleep=$TCP_IDLE_SLEEP never slept (rx_q0_idle_sleeps of both ports 0): $onsl"
     ((slkept > 0 && slgrant > 0 && slkept * 100 >= slrx * 85)) ||
         fail "testpmd with zerocopy=1: packets kept in their pages $slkept of $slrx (85% wanted), sent by their grants $slgrant"
 
@@ -420,7 +426,7 @@ check_tcp_through_domu() {
         w=$TCP_ON
         y=$(tcp_fwd_run "fwd-on-r$round" "") || fail "round $round: xpv-fwd between net_xenpv ports, LRO/TSO/checksum offload: $y"
         z=$(tcp_fwd_run "fwd-zc-r$round" ",zerocopy=1") || fail "round $round: xpv-fwd between net_xenpv ports with zerocopy=1: $z"
-        tcp_testpmd_on "xenpv-sleep-r$round" ",idle_sleep=50,zerocopy=1"
+        tcp_testpmd_on "xenpv-sleep-r$round" ",idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1"
         rounds+=("$(mbit_of "$x")/$(mbit_of "$w")/$(mbit_of "$y")/$(mbit_of "$z")/$(mbit_of "$TCP_ON")")
     done
     # "testpmd-median xpv-fwd-median zero-copy-median idle-sleep-median" of the rounds' on/kernel
@@ -451,7 +457,7 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
     }
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
-    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=50 zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=50 zero-copy/kernel $med_sl; testpmd on with idle_sleep=50 zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
+    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy/kernel $med_sl; testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
 }
 
 # ---- tcp-windows (make bench) -----------------------------------------------------------------
@@ -489,7 +495,7 @@ tcp_tp_halt() { TCP_TP_STOP=$(tp "stop"); }
 # the csum engine with the offloads, stopped between its windows; xpv-fwd: the offloads, asleep
 # on RX interrupts between its windows.
 TCP_WINDOW_WAYS=("testpmd-on testpmd" "fwd-on xpv-fwd" "fwd-zc xpv-fwd ,zerocopy=1"
-    "testpmd-sleep testpmd ,idle_sleep=50,zerocopy=1")
+    "testpmd-sleep testpmd ,idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1")
 
 # tcp_way_counts NAME PROGRAM: what the domU's forwarder did over NAME's windows (both ports, both
 # directions, and the time between its windows), appended to TCP_WAY_COUNTS: packets received,
