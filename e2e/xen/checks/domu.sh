@@ -734,18 +734,20 @@ l3fwd_stop() {
     wait "$L3_PID" 2>/dev/null
 }
 
-# l3fwd_round_stall HEARTBEAT T0 T1 OUT: the longest time, in seconds, that the domU (the gaps of
-# HEARTBEAT's 50 ms beats between T0 and T1, less those 50 ms) or dom0 (the sender's own, in OUT)
-# stood still during a round.
+# l3fwd_round_stall HEARTBEAT T0 T1 OUT: prints the longest time, in seconds, that the domU (the
+# gaps of HEARTBEAT's 50 ms beats between T0 and T1, less those 50 ms) or dom0 (the sender's
+# own, in OUT) stood still during a round; status 0 when that is L3FWD_STALL_S or more.
 l3fwd_round_stall() {
-    python3 - "$@" <<'PY'
+    python3 - "$@" "$L3FWD_STALL_S" <<'PY'
 import re, sys
 t0, t1 = float(sys.argv[2]), float(sys.argv[3])
 beats = [float(x) for x in open(sys.argv[1]).read().split() if x.replace('.', '', 1).isdigit()]
 around = [b for b in beats if b < t0][-1:] + [b for b in beats if t0 <= b <= t1] + [b for b in beats if b > t1][:1]
 domu = max((b - a - 0.05 for a, b in zip(around, around[1:])), default=t1 - t0)
 m = re.search(r"dom0's longest stall ([0-9.]+)s", sys.argv[4])
-print("%.2f" % max(domu, float(m.group(1)) if m else 0.0))
+stall = max(domu, float(m.group(1)) if m else 0.0)
+print("%.2f" % stall)
+sys.exit(0 if stall >= float(sys.argv[5]) else 1)
 PY
 }
 
@@ -773,9 +775,7 @@ check_l3fwd_power_interrupt() {
         rc=$? t1=$EPOCHREALTIME
         w1=$(wake_ups "$log")
         if ((rc != 0)); then
-            stall=$(l3fwd_round_stall "$hb" "$t0" "$t1" "$out")
-            if ((repeats < L3FWD_REPEATS)) &&
-                python3 -c 'import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))' "$stall" "$L3FWD_STALL_S"; then
+            if stall=$(l3fwd_round_stall "$hb" "$t0" "$t1" "$out") && ((repeats < L3FWD_REPEATS)); then
                 repeats=$((repeats + 1))
                 repeated+=" round $r: $out (longest stall ${stall}s);"
                 xpv_log "l3fwd-power-interrupt: round $r during a stall of ${stall}s ($out): run again"
