@@ -178,7 +178,9 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
       fds[n] = {q->event_fd(), POLLIN, 0};
       ++n;
       // false: packets wait already (or raced with the re-arm): no sleep.
-      sleep = q->arm(xpv::Queue::ArmFor::kRx);
+      // An event that fired before is left to ppoll, which then returns at
+      // once (see arm_for_level_wait).
+      sleep = q->arm_for_level_wait(xpv::Queue::ArmFor::kRx);
     }
   }
   if (sleep) {
@@ -188,17 +190,24 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
     // With no queue to watch (all stopped meanwhile) ppoll just sleeps; an
     // interrupted wait (a signal) is just shorter.
     if (ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();
+  } else {
+    for (uint32_t i = 0; i < n; ++i)
+      fds[i].revents = POLLIN;  // not waited: take whatever fired
   }
   {
     std::lock_guard lk(g_idle_mu);
     const bool alive = l.generation == g_idle_generation.load(std::memory_order_relaxed);
     xpv::Queue* mine = cur->q.load(std::memory_order_acquire);
-    // Back to poll mode; it takes any event that fired meanwhile. After a
-    // release elsewhere only `cur`'s queue is touched: the others, if still
-    // alive, stay armed until their thread's next wait, which costs them an
-    // event now and then, not a packet.
+    // Back to poll mode, taking the events of the queues whose fd ppoll
+    // reported (or all, when it did not wait). Reading the event channel of
+    // the others would find nothing: a system call, a trip through Xen, for
+    // every sleep that ran out. An event that fired after ppoll returned
+    // keeps its fd readable, so the next (level-triggered) ppoll returns at
+    // once and takes it. After a release elsewhere only `cur`'s queue is
+    // touched: the others, if still alive, stay armed until their thread's
+    // next wait, which costs them an event now and then, not a packet.
     for (uint32_t i = 0; i < n; ++i)
-      if (alive || armed[i] == mine) armed[i]->set_mode(xpv::QueueMode::kPoll);
+      if (alive || armed[i] == mine) armed[i]->set_poll_mode_after_wait(fds[i].revents != 0);
   }
   l.n = 0;
 }

@@ -289,11 +289,22 @@ class Queue {
   /// Arms notifications before a sleep on event_fd() (see ArmFor); false
   /// when received packets are already waiting.
   bool arm(ArmFor what = ArmFor::kRxAndTx);
+  /// As arm(), for a level-triggered wait on event_fd() (poll, ppoll): an
+  /// event that fired already is left to the wait, which then returns at
+  /// once, and to set_poll_mode_after_wait(true) after it. Saves reading the
+  /// event channel (a system call, on Xen a trip through the hypervisor)
+  /// before each sleep. An edge-triggered wait (EAL's epoll) needs arm().
+  bool arm_for_level_wait(ArmFor what);
   /// The fd to sleep on in event mode: readable when an event fired.
   int event_fd() const;
   /// kPoll also takes any event that fired meanwhile (its handler runs, its
   /// port is unmasked), so that the next arm() sleeps on a fresh edge.
   void set_mode(QueueMode m);
+  /// set_mode(kPoll) after a level-triggered wait: `fd_was_ready` false (the
+  /// wait did not report event_fd()) skips taking events, of which none had
+  /// fired; one that fires later waits for the next wait, which then returns
+  /// at once.
+  void set_poll_mode_after_wait(bool fd_was_ready);
   /// The queue's current mode.
   QueueMode mode() const;
 

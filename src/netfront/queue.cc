@@ -458,14 +458,14 @@ bool QueueImpl::poll() {
 //     seen by the final check.
 // Received packets waiting (or a response that raced) make the fd readable
 // at once and the answer "do not sleep".
-bool QueueImpl::arm(Queue::ArmFor what) {
+bool QueueImpl::arm(Queue::ArmFor what, bool take_events) {
   if (!enter()) return true;  // nothing to wait for until reconnected
   Conn& c = *conn_;
   mode_.store(QueueMode::kEvent, std::memory_order_relaxed);
   bool sleep = false;
   if (!broken_.load(std::memory_order_relaxed)) {
     take_kick();
-    process_events();
+    if (take_events) process_events();
     // Waiting for a notification (wait_for_tx_notify()): it, or the
     // deadline, wakes the sleeper and its handler reaps.
     bool reap = !c.tx_notify_wait;
@@ -491,13 +491,13 @@ bool QueueImpl::arm(Queue::ArmFor what) {
 // kPoll: takes any event that fired meanwhile first (its handler runs and
 // stages what it finds; its port is unmasked), then moves the response
 // events out of reach. kEvent: arms both rings.
-void QueueImpl::set_mode(QueueMode m) {
+void QueueImpl::set_mode(QueueMode m, bool take_events) {
   mode_.store(m, std::memory_order_relaxed);
   if (!enter()) return;
   if (!broken_.load(std::memory_order_relaxed)) {
     if (m == QueueMode::kPoll) {
       take_kick();
-      process_events();
+      if (take_events) process_events();
       disarm();
     } else {
       rearm_tx();
@@ -615,11 +615,17 @@ bool Queue::poll() {
 bool Queue::arm(ArmFor what) {
   return impl_->arm(what);
 }
+bool Queue::arm_for_level_wait(ArmFor what) {
+  return impl_->arm(what, false);
+}
 int Queue::event_fd() const {
   return impl_->event_fd();
 }
 void Queue::set_mode(QueueMode m) {
   impl_->set_mode(m);
+}
+void Queue::set_poll_mode_after_wait(bool fd_was_ready) {
+  impl_->set_mode(QueueMode::kPoll, fd_was_ready);
 }
 uint32_t Queue::tx_done_cleanup(uint32_t max) {
   return impl_->tx_done_cleanup(max);

@@ -115,8 +115,8 @@ class QueueImpl {
   uint16_t transmit(std::span<const TxPacket> pkts);
   uint16_t receive(uint16_t max, Queue::Deliver fn, void* ctx);
   bool poll();
-  bool arm(Queue::ArmFor what);
-  void set_mode(QueueMode m);
+  bool arm(Queue::ArmFor what, bool take_events = true);
+  void set_mode(QueueMode m, bool take_events = true);
   // DeviceConfig::experiment_reap_tx_in_transmit (set before start).
   void set_reap_tx_in_transmit(bool on) { reap_tx_in_transmit_ = on; }
   uint32_t tx_done_cleanup(uint32_t max);

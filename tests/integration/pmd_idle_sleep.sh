@@ -108,3 +108,54 @@ check_pmd_idle_wake() {
     fail $name "exit $rc, $got of $n back, $bad bad; sleeps $sleeps, ended by a frame ${woken:-none} (logs $RUN/tpwake-gen.log $TS_LOG)"
   fi
 }
+
+# ---- What an idle sleep costs in system calls. On Xen each one is a trip through the
+# hypervisor that the vCPU pays while it forwards nothing (the profiles of issue 11: two thirds
+# of the forwarder's vCPU in the evtchn device's read, the unmask and ppoll). A sleep that no
+# event ends needs one: the ppoll. Reading the event channel before it (ppoll on the
+# level-triggered fd returns at once when an event fired) and after it (ppoll said nothing
+# fired) finds nothing. strace counts the system calls of the forwarding lcore's thread alone
+# (rte-worker-1) while testpmd idles with idle_sleep=1000.
+check_pmd_idle_syscalls() {
+  local name=pmd-idle-syscalls
+  nb_start tpsys --mode bridge || { fail $name "netback did not start"; return; }
+  local nb=$NB_PID
+  if ! ts_start tp-sys "net_xenpv0,backend=sim:$RUN/tpsys.sock,idle_sleep=1000" --forward-mode=macswap; then
+    fail $name "testpmd with idle_sleep=1000 did not start (log $TS_LOG)"
+    nb_stop $nb
+    return
+  fi
+  ts_cmd "start"
+  sleep 0.5
+  local t tid=
+  for t in /proc/"$TS_PID"/task/*; do
+    [[ $(<"$t/comm") == rte-worker-1 ]] && tid=${t##*/}
+  done
+  if [[ -z $tid ]]; then
+    fail $name "testpmd (pid $TS_PID) has no thread named rte-worker-1 (log $TS_LOG)"
+    ts_quit
+    nb_stop $nb
+    return
+  fi
+  read_xstats
+  local s0 s1
+  s0=$(xstat rx_q0_idle_sleeps)
+  # -p TID attaches that thread alone; one line per system call it made.
+  timeout -s INT 2 strace -qq -p "$tid" -o "$RUN/tpsys.strace" 2>"$RUN/tpsys.strace-err"
+  read_xstats
+  s1=$(xstat rx_q0_idle_sleeps)
+  ts_quit
+  nb_stop $nb
+  local calls sleeps=$((${s1:-0} - ${s0:-0})) by
+  calls=$(grep -cE '^[a-z_0-9]+\(' "$RUN/tpsys.strace")
+  by=$(sed -nE 's/^([a-z_0-9]+)\(.*/\1/p' "$RUN/tpsys.strace" | sort | uniq -c | sort -rn |
+    awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }')
+  # strace stops the thread at each call, so fewer sleeps fit in the 2 s than without it; a
+  # few hundred are plenty. 1.2 a sleep leaves room for the calls of a sleep that strace's
+  # attach or detach cut in two, not for a second call in every sleep.
+  if ((sleeps >= 200 && calls * 10 <= sleeps * 12)); then
+    pass $name "idle testpmd with idle_sleep=1000: $calls system calls for $sleeps sleeps in 2 s of its forwarding lcore ($by)"
+  else
+    fail $name "idle testpmd with idle_sleep=1000: $calls system calls for $sleeps sleeps in 2 s of its forwarding lcore (${by:-none}; want at least 200 sleeps and at most 1.2 calls each; strace output $RUN/tpsys.strace, errors $RUN/tpsys.strace-err)"
+  fi
+}

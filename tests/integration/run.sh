@@ -89,6 +89,7 @@ if [[ $ONLY == pmd-idle-sleep ]]; then
   source tests/integration/pmd_idle_sleep.sh
   check_pmd_idle_sleep
   check_pmd_idle_wake
+  check_pmd_idle_syscalls
 fi
 if [[ $ONLY == control ]]; then
   pmd_session_alone
@@ -122,6 +123,7 @@ if want pmd; then
     source tests/integration/pmd_idle_sleep.sh
     check_pmd_idle_sleep
     check_pmd_idle_wake
+    check_pmd_idle_syscalls
     source tests/integration/bench_windows.sh
     check_bench_windows
     check_bench_windows_size
