@@ -18,6 +18,14 @@ BUILD_ASAN ?= build-asan
 MESON_OPTS  = -Ddpdk_sdk_include=$(shell scripts/setup.sh --print-sdk-dir 2>/dev/null)
 NINJA      ?= ninja
 FUZZ_SECONDS ?= 60
+
+# Compiler cache outside the repository (meson uses ccache when it finds it; setup installs it):
+# a clean clone compiles only what no earlier build on this machine compiled. BASEDIR turns the
+# checkout's absolute paths into relative ones and NOHASHDIR leaves the build directory out of
+# the key (it only reaches the debug info), so that clones in other directories share entries.
+export CCACHE_DIR ?= $(or $(XPV_CACHE),/var/cache/xpv)/ccache
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 SOAK_MINUTES ?= 10
 
 .PHONY: all setup build build-asan test unit-test demo bench docs e2e-xen fuzz soak deb clean format

@@ -33,6 +33,8 @@ PACKAGES=(
   dpkg-dev debhelper lintian python3-pyelftools  # make deb and its test (dpdk-pmdinfo.py)
   nlohmann-json3-dev            # xpv-netback's stats file
   libcli11-dev                  # xpv-netback's command line
+  ccache                        # compiler cache under $XPV_CACHE/ccache (the Makefile sets it)
+  strace                        # integration pmd-idle-syscalls counts an lcore's system calls
   xz-utils ca-certificates
 )
 
