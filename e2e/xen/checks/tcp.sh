@@ -41,7 +41,7 @@ TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
 TCP_WINDOWS=${XPV_E2E_TCP_WINDOWS:-0}
 TCP_WINDOW_SECONDS=${XPV_E2E_TCP_WINDOW_SECONDS:-3}
 TCP_WINDOW_OMIT=1
-TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows  # "label mbit dom0%/domU%" lines, in the order run
+TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows  # "label mbit dom0%/domU% ctxt/intr a MiB" lines, in order
 # testpmd's idle_sleep (xenpv-sleep, testpmd-sleep): the longest sleep, in microseconds. A packet
 # ends a sleep at once, so a sleep that ends without one only costs the vCPU another round of
 # empty polls and another sleep: with 50, tcp-windows counted 81,488 sleeps for 29,892 packets
@@ -465,12 +465,29 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
 # forwarder on vifs 4 and 5) for TCP_WINDOW_SECONDS after TCP_WINDOW_OMIT; its line to
 # TCP_WINDOWS_FILE; prints its Mbit/s, or why it failed (status 1; a checksum error fails it).
 tcp_window() {
-    local out mbit
+    local out mbit c0 i0 c1 i1 bytes
+    tcp_domu_switches
+    c0=$TCP_CTXT i0=$TCP_INTR
     out=$(xpv_dom0 iperf "$TCP_WINDOW_SECONDS" "$2" "$TCP_WINDOW_OMIT") || { echo "$out"; return 1; }
-    mbit=$(tcp_kv "$out" mbit)
+    tcp_domu_switches
+    c1=$TCP_CTXT i1=$TCP_INTR
+    mbit=$(tcp_kv "$out" mbit) bytes=$(tcp_kv "$out" bytes)
     [[ -n $mbit && $(tcp_kv "$out" csum_errors) == 0 ]] || { echo "$out"; return 1; }
-    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu)" >>"$TCP_WINDOWS_FILE"
+    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / (bytes > 0 ? bytes : 1)))/$(((i1 - i0) * 1048576 / (bytes > 0 ? bytes : 1)))" >>"$TCP_WINDOWS_FILE"
     echo "$mbit"
+}
+
+# tcp_domu_switches: TCP_CTXT and TCP_INTR, the domU kernel's context switches and interrupts since
+# boot (/proc/stat's ctxt and intr), read by builtins in this shell: no process inside a window. Each event a userspace
+# forwarder sleeps on costs an interrupt, a wake-up and two switches; the kernel netfront's
+# interrupt runs NAPI without a switch. Over a window's whole RPC (its omitted second too), per MiB
+# that iperf3 counted.
+TCP_CTXT=0 TCP_INTR=0
+tcp_domu_switches() {
+    local k v _
+    while read -r k v _; do
+        case $k in ctxt) TCP_CTXT=$v ;; intr) TCP_INTR=$v ;; esac
+    done </proc/stat
 }
 
 # tcp_windows_way NAME START STOP: TCP_WINDOWS windows of NAME (way c), each between two windows of
@@ -571,11 +588,21 @@ for n in ways:
 cpu = {}
 for l in open(sys.argv[1]):
     f = l.split()
-    if len(f) == 3 and "/" in f[2] and "?" not in f[2]:
+    if len(f) >= 3 and "/" in f[2] and "?" not in f[2]:
         cpu.setdefault(f[0], []).append([float(v) for v in f[2].split("/")])
 print("CPU dom0%%/domU%% (medians of the windows): %s; " % ", ".join(
     "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
     for n, v in cpu.items()), end="")
+# The domU's context switches and interrupts per MiB through it, medians per way.
+sw = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    if len(f) == 4 and "/" in f[3]:
+        sw.setdefault(f[0], []).append([float(v) for v in f[3].split("/")])
+if sw:
+    print("domU context switches/interrupts a MiB (medians of the windows): %s; " % ", ".join(
+        "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
+        for n, v in sw.items()), end="")
 EOF
     ) || fail "cannot judge the windows: $judged"
     pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
