@@ -28,6 +28,19 @@ idle_gen() {
   GEN_SECS=$(json "$RUN/$name-gen.json" "d['seconds']" 2>/dev/null || echo "?")
 }
 
+# idle_forwarding NAME US: xpv-netback's bridge on RUN/tpNAME.sock and testpmd (macswap) on it
+# with idle_sleep=US, forwarding started; NB_PID is the netback's. Returns 1 with IDLE_ERR saying
+# what did not start (nothing left running).
+idle_forwarding() {
+  nb_start "tp$1" --mode bridge || { IDLE_ERR="netback did not start"; return 1; }
+  if ! ts_start "tp-$1" "net_xenpv0,backend=sim:$RUN/tp$1.sock,idle_sleep=$2" --forward-mode=macswap; then
+    IDLE_ERR="testpmd with idle_sleep=$2 did not start (log $TS_LOG)"
+    nb_stop $NB_PID
+    return 1
+  fi
+  ts_cmd "start"
+}
+
 # idle_session NAME DEVARGS: testpmd (macswap) on the bridge, forwarding started, idle for 3 s;
 # sets IDLE_CPU (its CPU % over those seconds). Returns 1 when testpmd did not come up.
 idle_session() {
@@ -85,14 +98,8 @@ check_pmd_idle_sleep() {
 # counted; a sleep that cannot take the second (ppoll's EINVAL) would not sleep at all.
 check_pmd_idle_wake() {
   local name=pmd-idle-wake n=2000
-  nb_start tpwake --mode bridge || { fail $name "netback did not start"; return; }
+  idle_forwarding wake 1000000 || { fail $name "$IDLE_ERR"; return; }
   local nb=$NB_PID
-  if ! ts_start tp-wake "net_xenpv0,backend=sim:$RUN/tpwake.sock,idle_sleep=1000000" --forward-mode=macswap; then
-    fail $name "testpmd with idle_sleep=1000000 did not start (log $TS_LOG)"
-    nb_stop $nb
-    return
-  fi
-  ts_cmd "start"
   idle_gen tpwake --count $n --window 1
   local rc=$GEN_RC got=$GEN_GOT bad=$GEN_BAD secs=$GEN_SECS
   read_xstats
@@ -118,14 +125,8 @@ check_pmd_idle_wake() {
 # (rte-worker-1) while testpmd idles with idle_sleep=1000.
 check_pmd_idle_syscalls() {
   local name=pmd-idle-syscalls
-  nb_start tpsys --mode bridge || { fail $name "netback did not start"; return; }
+  idle_forwarding sys 1000 || { fail $name "$IDLE_ERR"; return; }
   local nb=$NB_PID
-  if ! ts_start tp-sys "net_xenpv0,backend=sim:$RUN/tpsys.sock,idle_sleep=1000" --forward-mode=macswap; then
-    fail $name "testpmd with idle_sleep=1000 did not start (log $TS_LOG)"
-    nb_stop $nb
-    return
-  fi
-  ts_cmd "start"
   sleep 0.5
   local t tid=
   for t in /proc/"$TS_PID"/task/*; do
