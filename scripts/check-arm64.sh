@@ -66,7 +66,12 @@ command -v $QEMU >/dev/null || fail arm64-build "$QEMU not found (package qemu-u
 
 # The cross file: Debian's cross tools, the sysroot's pkg-config files
 # (sys_root makes pkg-config prefix their paths with it), its libraries for the
-# linker, and qemu as Meson's exe_wrapper.
+# linker, and qemu as Meson's exe_wrapper. Meson puts ccache in front of native
+# compilers only: here the cross file does, when there is one (make sets its
+# cache directory). A fresh clone gives every source a new mtime, so ninja
+# compiles them all again; the cache answers for those that did not change.
+launcher=
+command -v ccache >/dev/null && launcher="'ccache', "
 mkdir -p "$BUILD"
 cross=$BUILD.cross.ini
 cat >"$cross.new" <<EOF
@@ -76,8 +81,8 @@ sysroot = '$SYSROOT'
 libdir = sysroot / 'usr/lib/$TRIPLET'
 
 [binaries]
-c = '$TRIPLET-gcc'
-cpp = '$CXX'
+c = [$launcher'$TRIPLET-gcc']
+cpp = [$launcher'$CXX']
 ar = '$TRIPLET-ar'
 strip = '$TRIPLET-strip'
 pkgconfig = 'pkg-config'
