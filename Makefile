@@ -18,6 +18,7 @@ BUILD_ASAN ?= build-asan
 MESON_OPTS  = -Ddpdk_sdk_include=$(shell scripts/setup.sh --print-sdk-dir 2>/dev/null)
 NINJA      ?= ninja
 FUZZ_SECONDS ?= 60
+SOAK_MINUTES ?= 10
 
 # Compiler cache outside the repository (meson uses ccache when it finds it; setup installs it):
 # a clean clone compiles only what no earlier build on this machine compiled. BASEDIR turns the
@@ -26,7 +27,6 @@ FUZZ_SECONDS ?= 60
 export CCACHE_DIR ?= $(or $(XPV_CACHE),/var/cache/xpv)/ccache
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
-SOAK_MINUTES ?= 10
 
 .PHONY: all setup build build-asan test unit-test demo bench docs e2e-xen fuzz soak deb clean format
 

@@ -190,9 +190,6 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
     // With no queue to watch (all stopped meanwhile) ppoll just sleeps; an
     // interrupted wait (a signal) is just shorter.
     if (ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();
-  } else {
-    for (uint32_t i = 0; i < n; ++i)
-      fds[i].revents = POLLIN;  // not waited: take whatever fired
   }
   {
     std::lock_guard lk(g_idle_mu);
@@ -207,7 +204,8 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
     // touched: the others, if still alive, stay armed until their thread's
     // next wait, which costs them an event now and then, not a packet.
     for (uint32_t i = 0; i < n; ++i)
-      if (alive || armed[i] == mine) armed[i]->set_poll_mode_after_wait(fds[i].revents != 0);
+      if (alive || armed[i] == mine)
+        armed[i]->set_poll_mode_after_wait(!sleep || fds[i].revents != 0);
   }
   l.n = 0;
 }

@@ -473,15 +473,16 @@ tcp_window() {
     c1=$TCP_CTXT i1=$TCP_INTR
     mbit=$(tcp_kv "$out" mbit) bytes=$(tcp_kv "$out" bytes)
     [[ -n $mbit && $(tcp_kv "$out" csum_errors) == 0 ]] || { echo "$out"; return 1; }
-    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / (bytes > 0 ? bytes : 1)))/$(((i1 - i0) * 1048576 / (bytes > 0 ? bytes : 1)))" >>"$TCP_WINDOWS_FILE"
+    ((bytes > 0)) || bytes=1
+    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / bytes))/$(((i1 - i0) * 1048576 / bytes))" >>"$TCP_WINDOWS_FILE"
     echo "$mbit"
 }
 
-# tcp_domu_switches: TCP_CTXT and TCP_INTR, the domU kernel's context switches and interrupts since
-# boot (/proc/stat's ctxt and intr), read by builtins in this shell: no process inside a window. Each event a userspace
-# forwarder sleeps on costs an interrupt, a wake-up and two switches; the kernel netfront's
-# interrupt runs NAPI without a switch. Over a window's whole RPC (its omitted second too), per MiB
-# that iperf3 counted.
+# tcp_domu_switches: TCP_CTXT and TCP_INTR, the domU kernel's context switches and interrupts
+# since boot (/proc/stat's ctxt and intr), read by builtins in this shell: no process inside a
+# window. Each event a userspace forwarder sleeps on costs an interrupt, a wake-up and two
+# switches; the kernel netfront's interrupt runs NAPI without a switch. tcp_window counts them
+# over a window's whole RPC (its omitted second too), per MiB that iperf3 counted.
 TCP_CTXT=0 TCP_INTR=0
 tcp_domu_switches() {
     local k v _
@@ -585,24 +586,21 @@ for n in ways:
     med = "%.2f" % statistics.median(s) if len(s) >= 3 else "n/a"
     print("%s/kernel %s (%d of %d pairs steady; all pairs %.2f)" % (n, med, len(s), len(r), statistics.median(r)), end="; ")
 # The CPU Xen accounted over each window (dom0%/domU% of one physical CPU), medians per way.
-cpu = {}
+# And the domU's context switches and interrupts a MiB through it.
+cpu, sw = {}, {}
 for l in open(sys.argv[1]):
     f = l.split()
     if len(f) >= 3 and "/" in f[2] and "?" not in f[2]:
         cpu.setdefault(f[0], []).append([float(v) for v in f[2].split("/")])
-print("CPU dom0%%/domU%% (medians of the windows): %s; " % ", ".join(
-    "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
-    for n, v in cpu.items()), end="")
-# The domU's context switches and interrupts per MiB through it, medians per way.
-sw = {}
-for l in open(sys.argv[1]):
-    f = l.split()
     if len(f) == 4 and "/" in f[3]:
         sw.setdefault(f[0], []).append([float(v) for v in f[3].split("/")])
-if sw:
-    print("domU context switches/interrupts a MiB (medians of the windows): %s; " % ", ".join(
-        "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
-        for n, v in sw.items()), end="")
+def medians(title, per_way):
+    if per_way:
+        print("%s (medians of the windows): %s; " % (title, ", ".join(
+            "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
+            for n, v in per_way.items())), end="")
+medians("CPU dom0%/domU%", cpu)
+medians("domU context switches/interrupts a MiB", sw)
 EOF
     ) || fail "cannot judge the windows: $judged"
     pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
