@@ -40,6 +40,8 @@ TEST(NetbackCli, BadValuesNameTheOptionAndTheProblem) {
       {{"--source-count", "99999999999999999999"}, "--source-count", "is not a number"},
       {{"--stats-interval", "1000001"}, "--stats-interval", "(0..1000000)"},
       {{"--rx-expire", "0"}, "--rx-expire", "'0' is not a number of seconds above 0"},
+      {{"--rx-queue-bytes", "65535"}, "--rx-queue-bytes", "in 65536..268435456"},
+      {{"--rx-queue-packets", "15"}, "--rx-queue-packets", "in 16..1048576"},
       // a sign: strtoull, which CLI11 converts with, would wrap -1 around
       {{"--source-count", "-1"}, "--source-count", "'-1' is not a number"},
       {{"--fault-after", "-1"}, "--fault-after", "'-1' is not a number"},
@@ -98,6 +100,10 @@ TEST(NetbackCli, ValuesAsScriptsWriteThem) {
   EXPECT_EQ(o->cfg.source_count, UINT64_MAX);
   EXPECT_EQ(o->stats_file, "/j");
   EXPECT_DOUBLE_EQ(o->stats_interval_s, 0.5);
+  auto q = parse({"--socket", "/s", "--rx-queue-bytes=0x800000", "--rx-queue-packets", "8192"});
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->cfg.rx_queue_bytes, 8u << 20);
+  EXPECT_EQ(q->cfg.rx_queue_packets, 8192u);
   // Defaults stay Config's.
   auto d = parse({"--socket", "/s"});
   ASSERT_TRUE(d) << d.error().message;
@@ -106,6 +112,8 @@ TEST(NetbackCli, ValuesAsScriptsWriteThem) {
   EXPECT_EQ(d->cfg.rx_expire_ms, 10'000u);
   EXPECT_EQ(d->cfg.rx_stall_timeout_ms, 60'000u);
   EXPECT_EQ(d->cfg.fault_after, 1000u);
+  EXPECT_EQ(d->cfg.rx_queue_bytes, 1u << 20);
+  EXPECT_EQ(d->cfg.rx_queue_packets, 1024u);
   EXPECT_FALSE(d->cfg.fault_arg);
   EXPECT_FALSE(d->cfg.mac);
   EXPECT_FALSE(d->verbose);
@@ -146,7 +154,7 @@ TEST(NetbackCli, HelpGivesEveryOptionItsMeaning) {
     if (gap == std::string::npos || line.find_first_not_of(' ', gap) == std::string::npos)
       pending = line;
   }
-  EXPECT_EQ(options, 30) << help;
+  EXPECT_EQ(options, 32) << help;
   for (const char* want :
        {"--socket PATH", "unix socket to serve (required)", "Exit status: 0", "2 for bad\noptions",
         "Examples:", "xs-keys-vanish", "ctrl-bad-status"}) {

@@ -280,6 +280,14 @@ Given describe(CLI::App& app, CliOptions& o) {
        "seconds a packet may wait for RX requests\n"
        "(default 10; 30 ms for a frontend without\n"
        "feature-rx-notify, as Linux)");
+  num("--rx-queue-bytes", c.rx_queue_bytes, 65536, 1u << 28, "BYTES",
+      "what each RX queue holds for a frontend that has\n"
+      "not posted RX requests yet, in bytes (default\n"
+      "1 MiB); a bridge port's inbox holds as much. Past\n"
+      "it frames are dropped, as past a Linux vif's\n"
+      "queue and qdisc (ip link ... txqueuelen)");
+  num("--rx-queue-packets", c.rx_queue_packets, 16, 1u << 20, "N",
+      "the same limit in packets (default 1024)");
   flag("--busy-poll", c.busy_poll,
        "workers spin on the rings instead of sleeping on\n"
        "event channels; the frontend never needs to\n"

@@ -88,10 +88,13 @@ Result<std::unique_ptr<Queue>> Queue::create(VifContext& vif, Platform& dom0, Gr
   q->copy_rest_.reserve(std::max(kTxMaxOps, kRxMaxOps));
   q->copy_rest_idx_.reserve(std::max(kTxMaxOps, kRxMaxOps));
   if (vif.cfg.mode == Mode::kBridge || (vif.cfg.mode == Mode::kLoopback && vif.cfg.ctrl_ring)) {
-    // Two buffers of half the RX queue each: together as much as it holds.
+    // Two buffers, each as big as the RX queue: while this worker lags, its
+    // inbox takes what its RX queue would, one sender's full TX ring of
+    // 64 KiB GSO packets included (256 slots, 17 a packet: 15 packets,
+    // 983,025 bytes). Linux netback takes XENVIF_RX_QUEUE_BYTES into its
+    // queue and then leaves packets in the vif's qdisc (1000 of them).
     // Loopback uses it for frames the hash steers from a sibling queue.
-    auto in = BridgeInbox::create(std::max<uint32_t>(65536, vif.cfg.rx_queue_bytes / 2),
-                                  std::max<uint32_t>(16, vif.cfg.rx_queue_packets / 2));
+    auto in = BridgeInbox::create(vif.cfg.rx_queue_bytes, vif.cfg.rx_queue_packets);
     if (!in) return in.error();
     q->inbox_ = std::move(*in);
   }
