@@ -7,10 +7,6 @@
 # checksum is trusted. Sourced by tests/integration/run.sh, which calls
 # check_offloads.
 
-# offload_run NAME "SINK OPTIONS" "TX OPTIONS" [NETBACK OPTIONS...]: the sink
-# (announced on the bridge) for 30 s at most, the sender to its mac; results in
-# $RUN/NAME-{sink,tx}.json and $RUN/NAME.json (netback). Returns 1 when
-# something did not start.
 # The stream has no TCP under it to send a lost frame again, so every run wants
 # all of it: netback's RX queues (and bridge inboxes) hold 16 MiB, about a
 # second of the fastest sender here, instead of 1 MiB. A receiver that the
@@ -19,6 +15,12 @@
 # run, and 2 of 6 of those cases did with four busy loops on this 2-core
 # machine (0 of 6 with 16 MiB).
 OFF_QUEUE_OPTS=(--rx-queue-bytes $((16 << 20)) --rx-queue-packets 16384)
+
+# offload_run NAME "SINK OPTIONS" "TX OPTIONS" [NETBACK OPTIONS...]: the sink
+# (announced on the bridge) for 30 s at most, the sender to its mac; results in
+# $RUN/NAME-{sink,tx}.json and $RUN/NAME.json (netback). NETBACK OPTIONS come
+# after OFF_QUEUE_OPTS, so a queue size given there counts. Returns 1 when
+# something did not start.
 offload_run() {
   local name=$1 sink_opts=$2 tx_opts=$3
   shift 3
@@ -58,7 +60,7 @@ offload_run() {
   OFF_TX_RC=$?
   if [[ -n $stall ]]; then
     wait $stall
-    kill -CONT $sink 2>/dev/null
+    kill -CONT $sink 2>/dev/null  # a stopped sink would ignore the SIGINT below
   fi
   # The sender is paced (--rate) below what the sink takes: 1 s after it
   # finished, what was on its way has arrived.
