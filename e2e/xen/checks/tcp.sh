@@ -41,7 +41,8 @@ TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
 TCP_WINDOWS=${XPV_E2E_TCP_WINDOWS:-0}
 TCP_WINDOW_SECONDS=${XPV_E2E_TCP_WINDOW_SECONDS:-3}
 TCP_WINDOW_OMIT=1
-TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows  # "label mbit dom0%/domU% ctxt/intr a MiB" lines, in order
+# "label mbit dom0%/domU% ctxt/intr-a-MiB user/system/irq/idle/steal%" lines, in order
+TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows
 # testpmd's idle_sleep (xenpv-sleep, testpmd-sleep): the longest sleep, in microseconds. A packet
 # ends a sleep at once, so a sleep that ends without one only costs the vCPU another round of
 # empty polls and another sleep: with 50, tcp-windows counted 81,488 sleeps for 29,892 packets
@@ -465,30 +466,44 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
 # forwarder on vifs 4 and 5) for TCP_WINDOW_SECONDS after TCP_WINDOW_OMIT; its line to
 # TCP_WINDOWS_FILE; prints its Mbit/s, or why it failed (status 1; a checksum error fails it).
 tcp_window() {
-    local out mbit c0 i0 c1 i1 bytes
+    local out mbit c0 i0 c1 i1 bytes cpu0
     tcp_domu_switches
-    c0=$TCP_CTXT i0=$TCP_INTR
+    c0=$TCP_CTXT i0=$TCP_INTR cpu0=("${TCP_CPU[@]}")
     out=$(xpv_dom0 iperf "$TCP_WINDOW_SECONDS" "$2" "$TCP_WINDOW_OMIT") || { echo "$out"; return 1; }
     tcp_domu_switches
     c1=$TCP_CTXT i1=$TCP_INTR
     mbit=$(tcp_kv "$out" mbit) bytes=$(tcp_kv "$out" bytes)
     [[ -n $mbit && $(tcp_kv "$out" csum_errors) == 0 ]] || { echo "$out"; return 1; }
     ((bytes > 0)) || bytes=1
-    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / bytes))/$(((i1 - i0) * 1048576 / bytes))" >>"$TCP_WINDOWS_FILE"
+    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / bytes))/$(((i1 - i0) * 1048576 / bytes)) $(tcp_cpu_split "${cpu0[@]}" "${TCP_CPU[@]}")" >>"$TCP_WINDOWS_FILE"
     echo "$mbit"
 }
 
 # tcp_domu_switches: TCP_CTXT and TCP_INTR, the domU kernel's context switches and interrupts
-# since boot (/proc/stat's ctxt and intr), read by builtins in this shell: no process inside a
+# since boot (/proc/stat's ctxt and intr), and TCP_CPU, its one vCPU's time in ticks (user+nice,
+# system, irq+softirq, idle+iowait, steal), read by builtins in this shell: no process inside a
 # window. Each event a userspace forwarder sleeps on costs an interrupt, a wake-up and two
 # switches; the kernel netfront's interrupt runs NAPI without a switch. tcp_window counts them
-# over a window's whole RPC (its omitted second too), per MiB that iperf3 counted.
-TCP_CTXT=0 TCP_INTR=0
+# over a window's whole RPC (its omitted second too), per MiB that iperf3 counted, and where the
+# vCPU's time went.
+TCP_CTXT=0 TCP_INTR=0 TCP_CPU=(0 0 0 0 0)
 tcp_domu_switches() {
-    local k v _
+    local k v user nice sys idle iowait irq softirq steal _
     while read -r k v _; do
         case $k in ctxt) TCP_CTXT=$v ;; intr) TCP_INTR=$v ;; esac
     done </proc/stat
+    read -r _ user nice sys idle iowait irq softirq steal _ </proc/stat
+    TCP_CPU=($((user + nice)) "$sys" $((irq + softirq)) $((idle + iowait)) "$steal")
+}
+
+# tcp_cpu_split BEFORE... AFTER...: the shares (%) of the domU vCPU's time between two
+# TCP_CPU readings, "user/system/irq/idle/steal".
+tcp_cpu_split() {
+    local -a a=("${@:1:5}") b=("${@:6:5}") d
+    local i sum=0
+    for i in 0 1 2 3 4; do d[i]=$((b[i] - a[i])) sum=$((sum + d[i])); done
+    ((sum > 0)) || sum=1
+    echo "$((d[0] * 100 / sum))/$((d[1] * 100 / sum))/$((d[2] * 100 / sum))/$((d[3] * 100 / sum))/$((d[4] * 100 / sum))"
 }
 
 # tcp_windows_way NAME START STOP: TCP_WINDOWS windows of NAME (way c), each between two windows of
@@ -587,13 +602,15 @@ for n in ways:
     print("%s/kernel %s (%d of %d pairs steady; all pairs %.2f)" % (n, med, len(s), len(r), statistics.median(r)), end="; ")
 # The CPU Xen accounted over each window (dom0%/domU% of one physical CPU), medians per way.
 # And the domU's context switches and interrupts a MiB through it.
-cpu, sw = {}, {}
+cpu, sw, split = {}, {}, {}
 for l in open(sys.argv[1]):
     f = l.split()
     if len(f) >= 3 and "/" in f[2] and "?" not in f[2]:
         cpu.setdefault(f[0], []).append([float(v) for v in f[2].split("/")])
-    if len(f) == 4 and "/" in f[3]:
+    if len(f) >= 4 and "/" in f[3]:
         sw.setdefault(f[0], []).append([float(v) for v in f[3].split("/")])
+    if len(f) >= 5 and f[4].count("/") == 4:
+        split.setdefault(f[0], []).append([float(v) for v in f[4].split("/")])
 def medians(title, per_way):
     if per_way:
         print("%s (medians of the windows): %s; " % (title, ", ".join(
@@ -601,6 +618,11 @@ def medians(title, per_way):
             for n, v in per_way.items())), end="")
 medians("CPU dom0%/domU%", cpu)
 medians("domU context switches/interrupts a MiB", sw)
+# Where the domU's vCPU time went over each window (of its /proc/stat), medians per way.
+if split:
+    print("domU vCPU user/system/irq/idle/steal%% (medians of the windows): %s; " % ", ".join(
+        "%s %s" % (n, "/".join("%.0f" % statistics.median(c[i] for c in v) for i in range(5)))
+        for n, v in split.items()), end="")
 EOF
     ) || fail "cannot judge the windows: $judged"
     pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
