@@ -122,13 +122,17 @@ check_pmd_offloads() {
   done
 
   # -- The same two offload paths through xpv-fwd (examples/xpv-fwd.cc), which sleeps on RX
-  # interrupts between packets: the sender is paced, so each packet finds it asleep
+  # interrupts between packets: the sender is paced (5 ms apart), so most packets find it
+  # asleep. Its wait ends by an event or after 200 ms (not counted as a wake-up): over the
+  # stream's 1.5 s, a quarter of n wake-ups can only be events. Not one each: packets that
+  # arrive while the machine does not run xpv-fwd are taken by one wake-up (121 to 144 for
+  # 300 packets beside four busy loops on the two CPUs).
   if [[ -x $BUILD/examples/xpv-fwd ]]; then
     OFF_VIA=fwd_via
     offload_case pmd-fwd-tso "--proto tcp" "--proto tcp --tso 1460 --size 65535 --count $n --rate 200" \
-      "$n TSO packets of 65535 bytes through xpv-fwd asleep between them: LRO in at port 0 ($n), TSO out of port 1 ($n), cut by netback for the sink, every checksum and byte right; woken by RX interrupts at least $((n / 2)) times" \
+      "$n TSO packets of 65535 bytes through xpv-fwd asleep between them: LRO in at port 0 ($n), TSO out of port 1 ($n), cut by netback for the sink, every checksum and byte right; woken by RX interrupts at least $((n / 4)) times" \
       "${OFF_INTACT[@]}" "x['p0_lro'] == $n" "x['p1_tso'] == $n" "x['p1_dropped'] == 0" \
-      "x['wakeups'] >= $n // 2" "n['rx_gso_segmented'] == $n"
+      "x['wakeups'] >= $n // 4" "n['rx_gso_segmented'] == $n"
     # A full TX ring: the sender is not paced and netback holds every TX response for 2 ms
     # (fault late-tx-rsp), so port 1's 256 slots (18 per 64 KiB TSO packet) fill and free in
     # steps. xpv-fwd holds what did not fit and takes nothing from port 0 until it is sent,
