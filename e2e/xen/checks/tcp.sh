@@ -488,12 +488,14 @@ tcp_window() {
 # vCPU's time went.
 TCP_CTXT=0 TCP_INTR=0 TCP_CPU=(0 0 0 0 0)
 tcp_domu_switches() {
-    local k v user nice sys idle iowait irq softirq steal _
-    while read -r k v _; do
-        case $k in ctxt) TCP_CTXT=$v ;; intr) TCP_INTR=$v ;; esac
+    local k v nice sys idle iowait irq softirq steal _
+    while read -r k v nice sys idle iowait irq softirq steal _; do
+        case $k in
+            cpu) TCP_CPU=($((v + nice)) "$sys" $((irq + softirq)) $((idle + iowait)) "$steal") ;;
+            ctxt) TCP_CTXT=$v ;;
+            intr) TCP_INTR=$v ;;
+        esac
     done </proc/stat
-    read -r _ user nice sys idle iowait irq softirq steal _ </proc/stat
-    TCP_CPU=($((user + nice)) "$sys" $((irq + softirq)) $((idle + iowait)) "$steal")
 }
 
 # tcp_cpu_split BEFORE... AFTER...: the shares (%) of the domU vCPU's time between two
@@ -611,18 +613,16 @@ for l in open(sys.argv[1]):
         sw.setdefault(f[0], []).append([float(v) for v in f[3].split("/")])
     if len(f) >= 5 and f[4].count("/") == 4:
         split.setdefault(f[0], []).append([float(v) for v in f[4].split("/")])
+# Per way, the median of each field over its windows.
 def medians(title, per_way):
     if per_way:
         print("%s (medians of the windows): %s; " % (title, ", ".join(
-            "%s %.0f/%.0f" % (n, statistics.median(c[0] for c in v), statistics.median(c[1] for c in v))
+            "%s %s" % (n, "/".join("%.0f" % statistics.median(c[i] for c in v) for i in range(len(v[0]))))
             for n, v in per_way.items())), end="")
 medians("CPU dom0%/domU%", cpu)
 medians("domU context switches/interrupts a MiB", sw)
-# Where the domU's vCPU time went over each window (of its /proc/stat), medians per way.
-if split:
-    print("domU vCPU user/system/irq/idle/steal%% (medians of the windows): %s; " % ", ".join(
-        "%s %s" % (n, "/".join("%.0f" % statistics.median(c[i] for c in v) for i in range(5)))
-        for n, v in split.items()), end="")
+# Where the domU's vCPU time went over each window (of its /proc/stat).
+medians("domU vCPU user/system/irq/idle/steal%", split)
 EOF
     ) || fail "cannot judge the windows: $judged"
     pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
