@@ -47,7 +47,7 @@ TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows
 # ends a sleep at once, so a sleep that ends without one only costs the vCPU another round of
 # empty polls and another sleep: with 50, tcp-windows counted 81,488 sleeps for 29,892 packets
 # (3,274 ended by a packet), 72% of the vCPU; with 10,000, 10,252 (4,744) for 31,522, 56%, as
-# much as xpv-fwd zero-copy (54%), which waits 200 ms (README run AG).
+# much as xpv-fwd zero-copy (54%), which waits 200 ms (docs/measurements.md, run AG).
 TCP_IDLE_SLEEP=10000
 # The vifs the DPDK forwarders use and the MACs their ports send to (nsa's, nsb's veth on that
 # way): vifs 2 and 3 (tcp-through-domu), or 4 and 5 (tcp_way c).
