@@ -297,6 +297,10 @@ class Queue {
   bool arm_for_level_wait(ArmFor what);
   /// The fd to sleep on in event mode: readable when an event fired.
   int event_fd() const;
+  /// The local event channel port RX events arrive on (the queue's one port
+  /// without split event channels), for a wait in the hypervisor
+  /// (SCHEDOP_poll) in place of one on event_fd(); 0 while not connected.
+  uint32_t rx_event_port() const;
   /// kPoll also takes any event that fired meanwhile (its handler runs, its
   /// port is unmasked), so that the next arm() sleeps on a fresh edge.
   void set_mode(QueueMode m);

@@ -544,6 +544,13 @@ bool QueueImpl::rx_monitor(Queue::RxMonitor* out) {
   return ok;
 }
 
+uint32_t QueueImpl::rx_event_port() {
+  if (!enter()) return 0;
+  const uint32_t port = conn_->rx_port;
+  leave();
+  return port;
+}
+
 QueueImpl::PoolGrants QueueImpl::pool_grants() const {
   PoolGrants g;
   if (!conn_) return g;
@@ -620,6 +627,9 @@ bool Queue::arm_for_level_wait(ArmFor what) {
 }
 int Queue::event_fd() const {
   return impl_->event_fd();
+}
+uint32_t Queue::rx_event_port() const {
+  return impl_->rx_event_port();
 }
 void Queue::set_mode(QueueMode m) {
   impl_->set_mode(m);

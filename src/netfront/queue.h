@@ -128,6 +128,7 @@ class QueueImpl {
   bool rx_monitor(Queue::RxMonitor* out);
   QueueMode mode() const { return mode_.load(std::memory_order_relaxed); }
   int event_fd() const { return epfd_.get(); }
+  uint32_t rx_event_port();
   uint8_t* tx_buffer();
   void tx_buffer_free(uint8_t* page);
 
