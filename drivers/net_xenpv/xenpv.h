@@ -47,6 +47,10 @@ struct xenpv_args {
   // until a packet arrives for one of them or US microseconds pass (0: never;
   // poll mode spins as usual). xenpv_intr.cc.
   uint32_t idle_sleep_us = 0;
+  // idle_wait=xen: such a sleep blocks the vCPU in Xen (SCHEDOP_poll on the
+  // queues' RX ports, xen/sched_poll.h) instead of the guest kernel (ppoll
+  // on their event fds): no context switch at each wake-up.
+  bool idle_wait_in_xen = false;
 };
 
 // Empty RX polls in a row (on one thread, any net_xenpv queue) before an
@@ -58,7 +62,7 @@ constexpr uint32_t kIdlePollsBeforeSleep = 64;
 constexpr uint32_t kMaxIdleSleepUs = 1'000'000;
 
 // Parses "vif=N,backend=...,queues=N,mac=...,split=0|1,speed=N,csum=0|1,zerocopy=0|1,
-// idle_sleep=US"; on error `err` names the key and the expected form.
+// idle_sleep=US,idle_wait=kernel|xen"; on error `err` names the key and the expected form.
 bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err);
 extern const char* const xenpv_valid_args[];
 
@@ -94,7 +98,9 @@ struct xenpv_counter {
   X(csum_software, "partial checksums completed here (RX checksum offload not enabled)") \
   X(idle_sleeps, "idle_sleep sleeps taken in this queue's bursts (its thread idle)")     \
   X(idle_sleeps_woken,                                                                   \
-    "of those, sleeps a received packet ended early (any of the thread's queues)")
+    "of those, sleeps a received packet ended early (any of the thread's queues)")       \
+  X(idle_sleeps_in_xen,                                                                  \
+    "of those, sleeps the vCPU spent blocked in Xen (idle_wait=xen), not in the kernel")
 #define XENPV_TXQ_COUNTERS(X)                                                           \
   X(refused_mtu, "frames longer than the MTU plus the L2 header refused")               \
   X(refused_segs, "mbuf chains longer than 18 segments (64 for TSO) refused")           \
@@ -150,7 +156,8 @@ struct xenpv_rxq {
   struct rte_mempool* mp = nullptr;
   uint16_t qid = 0;
   uint16_t port_id = 0;
-  uint32_t idle_sleep_us = 0;  // the port's idle_sleep device argument
+  uint32_t idle_sleep_us = 0;     // the port's idle_sleep device argument
+  bool idle_wait_in_xen = false;  // the port's idle_wait=xen
   bool deferred_start = false;
   uint64_t offloads = 0;
   xenpv_counter filtered_bytes;  // bytes of the filtered frames (taken off rx_bytes)

@@ -4,6 +4,7 @@
 //
 //   --vdev
 //   net_xenpv0,vif=0,backend=sim:/run/xpv.sock,queues=2,mac=02:00:00:00:00:02,speed=10000,csum=1,zerocopy=1,idle_sleep=50
+//   net_xenpv1,vif=1,idle_sleep=10000,idle_wait=xen
 #include <rte_kvargs.h>
 
 #include <cerrno>
@@ -13,8 +14,9 @@
 #include "netfront/backend_keys.h"
 #include "xenpv.h"
 
-const char* const xenpv_valid_args[] = {"vif",   "backend", "queues",   "mac",        "split",
-                                        "speed", "csum",    "zerocopy", "idle_sleep", nullptr};
+const char* const xenpv_valid_args[] = {"vif",        "backend",   "queues", "mac",
+                                        "split",      "speed",     "csum",   "zerocopy",
+                                        "idle_sleep", "idle_wait", nullptr};
 
 namespace {
 
@@ -129,6 +131,20 @@ int set_idle_sleep(const char* key, const char* v, void* opaque) {
   return 0;
 }
 
+int set_idle_wait(const char* key, const char* v, void* opaque) {
+  auto* c = static_cast<Ctx*>(opaque);
+  std::string s = v ? v : "";
+  if (s == "kernel" || s == "xen") {
+    c->out->idle_wait_in_xen = s == "xen";
+    return 0;
+  }
+  *c->err = xpv::format(
+      "%s='%s': expected 'kernel' (an idle_sleep waits in the guest kernel) or 'xen' (the "
+      "vCPU waits in Xen: SCHEDOP_poll)",
+      key, s.c_str());
+  return -1;
+}
+
 // netif has no link speed: the PMD reports what speed= says (as virtio's
 // speed= device argument does), one of ethdev's RTE_ETH_SPEED_NUM_* values.
 int set_speed(const char* key, const char* v, void* opaque) {
@@ -176,7 +192,7 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
         *err = xpv::format(
             "unknown device argument '%s' (valid: vif=N, backend=xen|sim:PATH, "
             "queues=N, mac=xx:xx:xx:xx:xx:xx, split=0|1, speed=MBPS, csum=0|1, zerocopy=0|1, "
-            "idle_sleep=US)",
+            "idle_sleep=US, idle_wait=kernel|xen)",
             key.c_str());
         return false;
       }
@@ -205,9 +221,16 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
   struct {
     const char* key;
     arg_handler_t fn;
-  } handlers[] = {{"vif", set_vif},   {"backend", set_backend},   {"queues", set_queues},
-                  {"mac", set_mac},   {"split", set_split},       {"speed", set_speed},
-                  {"csum", set_csum}, {"zerocopy", set_zerocopy}, {"idle_sleep", set_idle_sleep}};
+  } handlers[] = {{"vif", set_vif},
+                  {"backend", set_backend},
+                  {"queues", set_queues},
+                  {"mac", set_mac},
+                  {"split", set_split},
+                  {"speed", set_speed},
+                  {"csum", set_csum},
+                  {"zerocopy", set_zerocopy},
+                  {"idle_sleep", set_idle_sleep},
+                  {"idle_wait", set_idle_wait}};
   bool ok = true;
   for (auto& h : handlers) {
     if (rte_kvargs_process(kv, h.key, h.fn, &ctx) < 0) {
@@ -216,5 +239,16 @@ bool xenpv_parse_args(const char* params, xenpv_args* out, std::string* err) {
     }
   }
   rte_kvargs_free(kv);
+  // idle_wait says where an idle_sleep waits, and only Xen's own event
+  // channels can be polled in Xen.
+  if (ok && out->idle_wait_in_xen && out->idle_sleep_us == 0) {
+    *err = "idle_wait=xen says where an idle_sleep waits: give idle_sleep=US (not 0) with it";
+    ok = false;
+  }
+  if (ok && out->idle_wait_in_xen && out->backend != "xen") {
+    *err = xpv::format("idle_wait=xen needs backend=xen (Xen's own event channels), not '%s'",
+                       out->backend.c_str());
+    ok = false;
+  }
   return ok;
 }

@@ -14,6 +14,7 @@
 #include <new>
 #include <utility>
 
+#include "xen/sched_poll.h"
 #include "xenpv.h"
 #include "xpv/log.h"
 
@@ -796,6 +797,7 @@ int xenpv_rx_queue_setup(struct rte_eth_dev* dev, uint16_t qid, uint16_t nb_desc
   q->qid = qid;
   q->port_id = dev->data->port_id;
   q->idle_sleep_us = p->args.idle_sleep_us;
+  q->idle_wait_in_xen = p->args.idle_wait_in_xen;
   q->deferred_start = conf && conf->rx_deferred_start;
   q->offloads = (conf ? conf->offloads : 0) | dev->data->dev_conf.rxmode.offloads;
   dev->data->rx_queues[qid] = q;
@@ -936,6 +938,15 @@ int xenpv_probe(struct rte_vdev_device* vdev) {
     XENPV_LOG(ERR, "%s: %s", name, err.c_str());
     return -EINVAL;
   }
+  // idle_wait=xen is refused now, with its cause, rather than turned into a
+  // wait in the kernel at the first sleep.
+  if (args.idle_wait_in_xen) {
+    auto sp = xpv::SchedPoll::open();
+    if (!sp) {
+      XENPV_LOG(ERR, "%s: idle_wait=xen: %s", name, sp.error().message.c_str());
+      return -ENOTSUP;
+    }
+  }
   // Library messages go to DPDK's log.
   xpv::set_log_sink([](xpv::LogLevel l, std::string_view m) {
     const uint32_t lvl = l == xpv::LogLevel::kError     ? RTE_LOG_ERR
@@ -1047,7 +1058,7 @@ bool xenpv_rx_filter::multicast_listed(uint64_t key) const {
 #define XENPV_PARAM_STRING                                                \
   "vif=<int> backend=xen|sim:<path> queues=<int> "                        \
   "mac=<xx:xx:xx:xx:xx:xx> split=0|1 speed=<Mbps> csum=0|1 zerocopy=0|1 " \
-  "idle_sleep=<us>"
+  "idle_sleep=<us> idle_wait=kernel|xen"
 RTE_PMD_REGISTER_VDEV(net_xenpv, xenpv_driver);
 RTE_PMD_REGISTER_PARAM_STRING(net_xenpv, XENPV_PARAM_STRING);
 

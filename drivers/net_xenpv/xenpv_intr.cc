@@ -12,17 +12,21 @@
 //  - tx_done_cleanup: runs the TX response handler now.
 //  - idle_sleep (a device argument): the RX burst of a thread that found
 //    nothing for a while sleeps in the burst, armed as for Rx interrupts on
-//    the queues the thread polls, until a packet arrives or idle_sleep_us.
+//    the queues the thread polls, until a packet arrives or idle_sleep_us;
+//    in the guest kernel (ppoll), or with idle_wait=xen in Xen.
 #include <poll.h>
 #include <time.h>
 
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <mutex>
+#include <optional>
 
 #include <rte_interrupts.h>
 #include <rte_power_intrinsics.h>
 
+#include "xen/sched_poll.h"
 #include "xenpv.h"
 
 namespace {
@@ -139,6 +143,77 @@ struct IdleList {
 };
 thread_local IdleList t_idle;
 
+uint64_t monotonic_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// idle_wait=xen: this thread's privcmd handle, opened at its first sleep in
+// Xen (the probe proved that it opens). A thread that cannot open it waits
+// in the kernel from then on.
+struct ThreadSchedPoll {
+  std::optional<xpv::SchedPoll> sp;
+  bool tried = false;
+};
+thread_local ThreadSchedPoll t_sched_poll;
+
+xpv::SchedPoll* thread_sched_poll() {
+  ThreadSchedPoll& t = t_sched_poll;
+  if (!t.tried) {
+    t.tried = true;
+    auto sp = xpv::SchedPoll::open();
+    if (sp) {
+      t.sp.emplace(std::move(*sp));
+    } else {
+      XENPV_LOG(ERR, "idle_wait=xen: this thread waits in the kernel: %s",
+                sp.error().message.c_str());
+    }
+  }
+  return t.sp ? &*t.sp : nullptr;
+}
+
+// The sleep of xenpv_idle_wait in Xen: SCHEDOP_poll on the armed queues'
+// RX ports (taken under g_idle_mu with the fds: the queues themselves may be
+// gone by now) until one of their fds is readable (the event reached the
+// library) or `us` microseconds passed. Xen also ends a poll for any other
+// event of the vCPU, the guest kernel's tick at the latest (sched_poll.h):
+// each return looks at the fds (a ppoll that does not wait) and the clock.
+// Returns false, having not slept, when it cannot wait in Xen; else sets
+// fds' revents as ppoll does and *woken.
+bool sleep_in_xen(const uint32_t* ports, struct pollfd* fds, uint32_t n, uint32_t us, bool* woken) {
+  // Why a sleep waits in the kernel instead, said once a thread.
+  static thread_local bool t_fallback_said = false;
+  auto fallback = [](const char* why, int err) {
+    if (!t_fallback_said) {
+      t_fallback_said = true;
+      XENPV_LOG(WARNING, "idle_wait=xen: a sleep waits in the kernel: %s%s%s", why, err ? ": " : "",
+                err ? strerror(err) : "");
+    }
+    return false;
+  };
+  xpv::SchedPoll* sp = thread_sched_poll();
+  if (!sp) return false;  // said by thread_sched_poll
+  if (n == 0) return fallback("no started queue to wait for", 0);
+  for (uint32_t i = 0; i < n; ++i)
+    if (!ports[i]) return fallback("a queue is not connected", 0);
+  const uint64_t deadline = monotonic_ns() + uint64_t{us} * 1000;
+  static const struct timespec kNoWait = {0, 0};
+  for (;;) {
+    // A failure (a port gone with a reconnect) leaves the rest of the sleep
+    // to ppoll, which returns at once if an event is there already.
+    if (const int rc = sp->wait({ports, n}); rc < 0) return fallback("SCHEDOP_poll", -rc);
+    if (ppoll(fds, n, &kNoWait, nullptr) > 0) {
+      *woken = true;
+      return true;
+    }
+    if (monotonic_ns() >= deadline) {
+      *woken = false;
+      return true;
+    }
+  }
+}
+
 }  // namespace
 
 void xenpv_idle_forget_queues() {
@@ -160,6 +235,8 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   IdleList& l = t_idle;
   std::array<xpv::Queue*, kIdleWaitQueuesMax> armed;
   std::array<struct pollfd, kIdleWaitQueuesMax> fds;
+  std::array<uint32_t, kIdleWaitQueuesMax> ports{};  // idle_wait=xen: their RX event ports
+  static_assert(kIdleWaitQueuesMax <= xpv::SchedPoll::kMaxPorts);
   uint32_t n = 0;
   bool sleep = true;
   {
@@ -176,6 +253,7 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
       if (!q) continue;  // stopped: nothing to wait for
       armed[n] = q;
       fds[n] = {q->event_fd(), POLLIN, 0};
+      if (cur->idle_wait_in_xen) ports[n] = q->rx_event_port();
       ++n;
       // false: packets wait already (or raced with the re-arm): no sleep.
       // An event that fired before is left to ppoll, which then returns at
@@ -185,11 +263,18 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   }
   if (sleep) {
     cur->idle_sleeps.add();
-    const struct timespec ts = {static_cast<time_t>(cur->idle_sleep_us / 1'000'000),
-                                static_cast<long>(cur->idle_sleep_us % 1'000'000) * 1000};
-    // With no queue to watch (all stopped meanwhile) ppoll just sleeps; an
-    // interrupted wait (a signal) is just shorter.
-    if (ppoll(fds.data(), n, &ts, nullptr) > 0) cur->idle_sleeps_woken.add();
+    bool woken = false;
+    if (cur->idle_wait_in_xen &&
+        sleep_in_xen(ports.data(), fds.data(), n, cur->idle_sleep_us, &woken)) {
+      cur->idle_sleeps_in_xen.add();
+    } else {
+      const struct timespec ts = {static_cast<time_t>(cur->idle_sleep_us / 1'000'000),
+                                  static_cast<long>(cur->idle_sleep_us % 1'000'000) * 1000};
+      // With no queue to watch (all stopped meanwhile) ppoll just sleeps;
+      // an interrupted wait (a signal) is just shorter.
+      woken = ppoll(fds.data(), n, &ts, nullptr) > 0;
+    }
+    if (woken) cur->idle_sleeps_woken.add();
   }
   {
     std::lock_guard lk(g_idle_mu);
