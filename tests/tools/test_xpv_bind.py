@@ -463,6 +463,32 @@ class XpvBindTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--zerocopy goes with --prepare", err)
 
+    def test_prepare_reloads_privcmd_unrestricted(self):
+        # xenfs holds xen_privcmd: unmounted and removed around the reload, then put back.
+        self.g.write("proc/mounts", "xenfs /proc/xen xenfs rw,relatime 0 0\n")
+        self.g.write("dev/xen/privcmd", "")
+        self.g.script("modinfo", 'echo "unrestricted:Don\'t restrict hypercalls to target domain '
+                                 'if running in a domU (bool)"\n')
+        self.g.script("umount", 'echo "umount $*" >> %s\n' % self.g.mount_log)
+        rc, out, err = self.run_tool("--prepare", "--privcmd-hypercalls")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.g.read("modprobe.log"),
+                         "-a xen-evtchn xen-gntalloc xen-gntdev xenfs\n-r xenfs xen_privcmd\n"
+                         "xen_privcmd unrestricted=1\nxenfs\n")
+        self.assertEqual(self.g.read("mount.log"),
+                         "umount /proc/xen\n-t xenfs xenfs /proc/xen\n")
+        self.assertIn("privcmd: xen_privcmd reloaded with unrestricted=1", out)
+        # A kernel whose xen_privcmd does not restrict: nothing reloaded.
+        self.g.script("modinfo", 'echo "parm: something_else"\n')
+        os.remove(self.g.modprobe_log)
+        rc, out, err = self.run_tool("--prepare", "--privcmd-hypercalls")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.g.read("modprobe.log"), "-a xen-evtchn xen-gntalloc xen-gntdev xenfs\n")
+        self.assertIn("has no unrestricted parameter", out)
+        rc, _, err = self.run_tool("--status", "--privcmd-hypercalls")
+        self.assertEqual(rc, 2)
+        self.assertIn("--privcmd-hypercalls goes with --prepare", err)
+
     def test_prepare_leaves_a_mounted_xenfs_and_one_queue_fits_the_default(self):
         self.g.write("proc/mounts", "xenfs /proc/xen xenfs rw,relatime 0 0\n")
         rc, out, err = self.run_tool("--prepare")
