@@ -22,6 +22,20 @@ action_ping() {
     [[ $summary == *" $count received"* ]]
 }
 
+# action_domu_cpu SECONDS: "cpu_domu=<%>": the CPU time Xen accounted to the domU (xl list's
+# Time(s)) over SECONDS, in % of one physical CPU. A vCPU blocked in Xen takes none; one
+# spinning in the guest, all of it.
+action_domu_cpu() {
+    local t0 t1 w0 w1
+    [[ $1 =~ ^[0-9]+$ ]] || { echo "domu_cpu: SECONDS '$1' wants a whole number"; return 2; }
+    domu_seconds() { xl list | awk -v d="$XPV_DOMID" '$2 == d { print $NF }'; }
+    t0=$(domu_seconds) w0=$EPOCHREALTIME
+    sleep "$1"
+    t1=$(domu_seconds) w1=$EPOCHREALTIME
+    [[ -n $t0 && -n $t1 ]] || { echo "domu_cpu: domain $XPV_DOMID not in xl list"; return 1; }
+    python3 -c "print('cpu_domu=%.0f' % (100.0 * ($t1 - $t0) / ($w1 - $w0)))"
+}
+
 # action_mtu MTU: jumbo frames on xenbr0 and both of the domU's vifs (8000-byte pings unfragmented).
 action_mtu() {
     local d

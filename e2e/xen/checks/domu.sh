@@ -276,7 +276,7 @@ nice_lcore_workers() {
     echo "$n"
 }
 
-tp_start() {
+tp_start() {  # [NET_XENPV_DEVARGS: more device arguments for port 0, ",key=value..."]
     local eth0 start=$SECONDS
     eth0=$(xpv_vif_netdev 0) || { echo "no kernel netdev for vif 0"; return 1; }
     rm -f "$TP_FIFO"
@@ -284,7 +284,7 @@ tp_start() {
     exec 7<>"$TP_FIFO"
     # One vCPU: testpmd needs two lcores, both on CPU 0. stdbuf: output as it happens.
     stdbuf -oL -eL dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --lcores=0@0,1@0 \
-        --vdev "net_xenpv0,vif=1" --vdev "net_af_packet0,iface=$eth0" -- -i \
+        --vdev "net_xenpv0,vif=1${1:-}" --vdev "net_af_packet0,iface=$eth0" -- -i \
         --total-num-mbufs=8192 --port-topology=loop <&7 >"$TP_LOG" 2>&1 &
     TP_PID=$!
     until (($(prompts) >= 1)); do
@@ -939,6 +939,78 @@ SEED_EVENTS_SECS=${XPV_E2E_SEED_EVENTS_SECONDS:-330}
 # Event mode on the vif as the toolstack created it, and (last) on the one re-attached.
 check_event_mode_first() { check_event_mode; }
 
+# ---- idle_wait=xen: testpmd's idle lcore blocks its vCPU in Xen (SCHEDOP_poll through privcmd) ---
+# 1. While Linux restricts privcmd hypercalls in this domU (its default), net_xenpv refuses
+#    idle_wait=xen at probe, naming the cure. 2. xpv-bind --prepare --privcmd-hypercalls lifts
+#    the restriction. 3. The library's SCHEDOP_poll tests on Xen (twenty waits each ended by a
+#    notification; a wait with nothing pending blocks). 4. testpmd icmpecho on vif 1 with
+#    idle_sleep=10000,idle_wait=xen: idle, Xen accounts the domU little CPU (spinning, the lcore
+#    takes its whole vCPU); 20 pings half a second apart are answered, and most of them found the
+#    lcore asleep and ended its sleep (a sleep that waited out its 10 ms would still answer: the
+#    count of sleeps a packet ended is what tells); every sleep was spent in Xen; and stop and
+#    quit come back.
+check_idle_wait_xen() {
+    local log=$XPV_RUN_DIR/idle-wait-refused.log out rc passed skipped
+    timeout 300 dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix iwx --lcores=0@0 \
+        --vdev "net_xenpv0,vif=1,idle_sleep=10000,idle_wait=xen" -- --total-num-mbufs=8192 -a \
+        </dev/null >"$log" 2>&1
+    grep -q "net_xenpv0: idle_wait=xen: waiting in Xen: the kernel refuses hypercalls through /dev/xen/privcmd .*unrestricted=1 (xpv-bind --prepare --privcmd-hypercalls)" "$log" ||
+        fail "with privcmd restricted, idle_wait=xen was not refused naming the cure: $(grep -m2 net_xenpv "$log" | tr '\n' ' ')"
+    local refused
+    refused=$(grep -m1 -o "the kernel refuses hypercalls[^:]*" "$log")
+    local bound
+    bound=$("$XPV_BIND" --prepare --privcmd-hypercalls 2>&1)
+    rc=$?
+    ((rc == 0)) && grep -q "^privcmd: xen_privcmd reloaded with unrestricted=1" <<<"$bound" ||
+        fail "xpv-bind --prepare --privcmd-hypercalls: exit $rc: $bound"
+    "$BIN/xpv-tests" --gtest_filter='XenSchedPollTest.*' --gtest_color=no >"$XPV_RUN_DIR/schedpoll-tests.log" 2>&1
+    rc=$?
+    passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$XPV_RUN_DIR/schedpoll-tests.log")
+    skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) test.*/\1/p' "$XPV_RUN_DIR/schedpoll-tests.log")
+    ((rc == 0 && ${passed:-0} == 2 && ${skipped:-0} == 0)) ||
+        fail "SCHEDOP_poll tests: exit $rc, passed ${passed:-0}, skipped ${skipped:-0}: $(grep -m1 -A3 Failure "$XPV_RUN_DIR/schedpoll-tests.log" | tr '\n' ' ')"
+    tp_start ",idle_sleep=10000,idle_wait=xen" >"$XPV_RUN_DIR/idle-wait-tp.out" || fail "testpmd with idle_wait=xen did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
+    tp "set portlist 0" >/dev/null
+    tp "set fwd icmpecho" >/dev/null
+    tp "start" >/dev/null || fail "start failed"
+    sleep 1
+    local cpu x0 x1 ping stop_secs quit_secs start
+    cpu=$(xpv_dom0 domu_cpu 3) || fail "domU CPU: $cpu"
+    cpu=${cpu#cpu_domu=}
+    x0=$(tp "show port xstats 0")
+    ping=$(xpv_dom0 ping "$ICMPECHO_IP" 20 56)
+    rc=$?
+    start=$SECONDS
+    out=$(tp "stop" 30) || fail "stop: $out"
+    stop_secs=$((SECONDS - start))
+    # After the stop: a sleep is counted as it starts and as spent in Xen when it ends, so the
+    # counts of a lcore caught asleep differ by one.
+    x1=$(tp "show port xstats 0")
+    start=$SECONDS
+    echo "quit" >&7
+    local i
+    for ((i = 0; i < 60; i++)); do kill -0 "$TP_PID" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$TP_PID" 2>/dev/null && fail "testpmd did not quit within 60 s"
+    wait "$TP_PID"
+    local tp_rc=$?
+    quit_secs=$((SECONDS - start))
+    exec 7>&-
+    ((tp_rc == 0)) || fail "testpmd exit $tp_rc: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
+    ((rc == 0)) || fail "pings through testpmd with idle_wait=xen: $ping"
+    local sleeps in_xen woken0 woken1
+    sleeps=$(xstat "$x1" rx_q0_idle_sleeps) in_xen=$(xstat "$x1" rx_q0_idle_sleeps_in_xen)
+    woken0=$(xstat "$x0" rx_q0_idle_sleeps_woken) woken1=$(xstat "$x1" rx_q0_idle_sleeps_woken)
+    local woken=$((${woken1:-0} - ${woken0:-0}))
+    local figures="idle 3 s: domU ${cpu}% of a CPU; $ping; $woken sleeps ended by a packet, ${in_xen:-none} of ${sleeps:-none} sleeps in Xen"
+    ((${sleeps:-0} > 0 && ${in_xen:-0} == ${sleeps:-0})) ||
+        fail "every sleep should have been in Xen: $figures; testpmd said: $(grep -a -m3 'idle_wait' "$TP_LOG" | tr '\n' ' ')"
+    # A ping that comes while the lcore polls (64 empty polls between sleeps) ends no sleep: most
+    # must have ended one. A wait that a packet cannot end would count none.
+    ((woken >= 10)) || fail "most of 20 pings should have ended a sleep: $figures"
+    ((${cpu%.*} < 50)) || fail "idle, the domU should take little CPU: $figures"
+    pass "refused while privcmd is restricted ($refused); xpv-bind --prepare --privcmd-hypercalls: $(grep -m1 "^privcmd: " <<<"$bound" | head -c 90); 2 SCHEDOP_poll tests passed on Xen; testpmd icmpecho with idle_sleep=10000,idle_wait=xen: idle 3 s, the domU took ${cpu}% of a CPU (Xen's accounting); $ping; $woken sleeps ended by a packet, $in_xen of $sleeps sleeps in Xen; stop in ${stop_secs} s, quit in ${quit_secs} s"
+}
+
 # tp_stop: testpmd (started by tp_start) quits; its exit is a check of its own.
 tp_stop() {
     local i tp_rc
@@ -1002,7 +1074,7 @@ if tp_start; then
 else
     xpv_check testpmd-net-xenpv FAIL "testpmd did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
 fi
-xpv_run_checks app-sigkill-restart tcp-through-domu
+xpv_run_checks app-sigkill-restart idle-wait-xen tcp-through-domu
 # The kernel bridge and the DPDK ways in alternating windows (make bench: XPV_E2E_TCP_WINDOWS).
 [[ -n ${XPV_E2E_TCP_WINDOWS:-} ]] && XPV_CHECK_TIMEOUT=3000 xpv_run_checks tcp-windows
 # RSS through Linux netback's control ring, 4 queues (XPV_E2E_RSS=0 make e2e-xen leaves it out).

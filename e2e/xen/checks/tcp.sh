@@ -529,8 +529,12 @@ tcp_tp_halt() { TCP_TP_STOP=$(tp "stop"); }
 # The DPDK ways of the windows, each against the kernel bridge: NAME PROGRAM DEVARGS. testpmd:
 # the csum engine with the offloads, stopped between its windows; xpv-fwd: the offloads, asleep
 # on RX interrupts between its windows.
+# testpmd-xwait: testpmd-sleep with idle_wait=xen, its sleeps spent with the vCPU blocked in Xen
+# (SCHEDOP_poll), not in the guest kernel: no context switch at each wake-up (docs/measurements.md,
+# run AM: about 90 us each in this domU).
 TCP_WINDOW_WAYS=("testpmd-on testpmd" "fwd-on xpv-fwd" "fwd-zc xpv-fwd ,zerocopy=1"
-    "testpmd-sleep testpmd ,idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1")
+    "testpmd-sleep testpmd ,idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1"
+    "testpmd-xwait testpmd ,idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1,idle_wait=xen")
 
 # tcp_way_counts NAME PROGRAM: what the domU's forwarder did over NAME's windows (both ports, both
 # directions, and the time between its windows), appended to TCP_WAY_COUNTS: packets received,
@@ -538,11 +542,11 @@ TCP_WINDOW_WAYS=("testpmd-on testpmd" "fwd-on xpv-fwd" "fwd-zc xpv-fwd ,zerocopy
 # xstats tcp_testpmd_on_counts took, xpv-fwd's from its log after tcp_fwd_stop.
 TCP_WAY_COUNTS=
 tcp_way_counts() {
-    local rx sleeps woken events notifies
+    local rx sleeps woken events notifies in_xen=0
     if [[ $2 == testpmd ]]; then
         rx=$(tcp_xstat_sum rx_q0_packets) sleeps=$(tcp_xstat_sum rx_q0_idle_sleeps)
         woken=$(tcp_xstat_sum rx_q0_idle_sleeps_woken) events=$(tcp_xstat_sum q0_events)
-        notifies=$(tcp_xstat_sum q0_notifies)
+        notifies=$(tcp_xstat_sum q0_notifies) in_xen=$(tcp_xstat_sum rx_q0_idle_sleeps_in_xen)
     else
         read -r rx sleeps woken events notifies < <(awk '
             /^xpv-fwd: port [01]: rx/ { for (i = 1; i < NF; i++) { if ($i == "rx") r += $(i + 1)
@@ -550,7 +554,7 @@ tcp_way_counts() {
             /^xpv-fwd: sleeps/ { s = $3; w = $5 }
             END { print r + 0, s + 0, w + 0, e + 0, n + 0 }' "$FWD_LOG")
     fi
-    TCP_WAY_COUNTS+="${TCP_WAY_COUNTS:+, }$1 rx $rx sleeps $sleeps (woken $woken) events $events notifies $notifies"
+    TCP_WAY_COUNTS+="${TCP_WAY_COUNTS:+, }$1 rx $rx sleeps $sleeps (woken $woken, in Xen $in_xen) events $events notifies $notifies"
 }
 
 check_tcp_windows() {
@@ -564,6 +568,10 @@ check_tcp_windows() {
     done
     TCP_OLD_LIMIT=$(<"$GNTALLOC_LIMIT") || fail "no $GNTALLOC_LIMIT"
     ((TCP_OLD_LIMIT >= 2048)) || echo 2048 >"$GNTALLOC_LIMIT" || fail "cannot raise gntalloc's limit to 2048"
+    # testpmd-xwait's idle_wait=xen: privcmd hypercalls allowed (check idle-wait-xen did it
+    # already when it ran; once more costs a module reload).
+    local prep
+    prep=$("$XPV_BIND" --prepare --privcmd-hypercalls 2>&1) || fail "xpv-bind --prepare --privcmd-hypercalls: $prep"
     tcp_kernel_up
     tcp_netfront_unbind 4 5
     tcp_way c
