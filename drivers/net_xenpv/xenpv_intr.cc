@@ -26,6 +26,7 @@
 #include <rte_interrupts.h>
 #include <rte_power_intrinsics.h>
 
+#include "evtchn/late_eoi.h"
 #include "xen/sched_poll.h"
 #include "xenpv.h"
 
@@ -143,12 +144,6 @@ struct IdleList {
 };
 thread_local IdleList t_idle;
 
-uint64_t monotonic_ns() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // idle_wait=xen: this thread's privcmd handle, opened at its first sleep in
 // Xen (the probe proved that it opens). A thread that cannot open it waits
 // in the kernel from then on.
@@ -197,7 +192,7 @@ bool sleep_in_xen(const uint32_t* ports, struct pollfd* fds, uint32_t n, uint32_
   if (n == 0) return fallback("no started queue to wait for", 0);
   for (uint32_t i = 0; i < n; ++i)
     if (!ports[i]) return fallback("a queue is not connected", 0);
-  const uint64_t deadline = monotonic_ns() + uint64_t{us} * 1000;
+  const uint64_t deadline = xpv::SteadyClock::instance().now_ns() + uint64_t{us} * 1000;
   static const struct timespec kNoWait = {0, 0};
   for (;;) {
     // A failure (a port gone with a reconnect) leaves the rest of the sleep
@@ -207,7 +202,7 @@ bool sleep_in_xen(const uint32_t* ports, struct pollfd* fds, uint32_t n, uint32_
       *woken = true;
       return true;
     }
-    if (monotonic_ns() >= deadline) {
+    if (xpv::SteadyClock::instance().now_ns() >= deadline) {
       *woken = false;
       return true;
     }
