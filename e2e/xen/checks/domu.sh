@@ -100,6 +100,14 @@ check_vifs_untouched() {
 
 # ---- 1. the library's xen platform tests on real /dev/xen --------------------------------------
 
+# gtest_counts LOG: "PASSED SKIPPED", the counts of a GoogleTest run's summary (0 when absent).
+gtest_counts() {
+    local p s
+    p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$1")
+    s=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) test.*/\1/p' "$1")
+    echo "${p:-0} ${s:-0}"
+}
+
 check_xen_platform_tests() {
     local log=$XPV_RUN_DIR/xpv-tests.log passed skipped filter='XenPlatformTest.*' left_out=''
     # In a PVH guest, mapping our own grants through gntdev oopses this kernel when the process
@@ -112,8 +120,7 @@ check_xen_platform_tests() {
     "$BIN/xpv-tests" --gtest_filter="$filter" --gtest_color=no >"$log" 2>&1
     local rc=$?
     grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|Failure|error' "$log" | head -n 20 | sed 's/^/    /'
-    passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$log")
-    skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) test.*/\1/p' "$log")
+    read -r passed skipped < <(gtest_counts "$log")
     ((rc == 0 && ${passed:-0} >= 6 && ${skipped:-0} == 0)) ||
         fail "exit $rc, passed ${passed:-0}, skipped ${skipped:-0}: $(grep -m1 -A3 Failure "$log" | tr '\n' ' ')"
     pass "$passed xen platform tests (grants, event channels, xenstore) passed on /dev/xen$left_out"
@@ -965,8 +972,7 @@ check_idle_wait_xen() {
         fail "xpv-bind --prepare --privcmd-hypercalls: exit $rc: $bound"
     "$BIN/xpv-tests" --gtest_filter='XenSchedPollTest.*' --gtest_color=no >"$XPV_RUN_DIR/schedpoll-tests.log" 2>&1
     rc=$?
-    passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$XPV_RUN_DIR/schedpoll-tests.log")
-    skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) test.*/\1/p' "$XPV_RUN_DIR/schedpoll-tests.log")
+    read -r passed skipped < <(gtest_counts "$XPV_RUN_DIR/schedpoll-tests.log")
     ((rc == 0 && ${passed:-0} == 2 && ${skipped:-0} == 0)) ||
         fail "SCHEDOP_poll tests: exit $rc, passed ${passed:-0}, skipped ${skipped:-0}: $(grep -m1 -A3 Failure "$XPV_RUN_DIR/schedpoll-tests.log" | tr '\n' ' ')"
     tp_start ",idle_sleep=10000,idle_wait=xen" >"$XPV_RUN_DIR/idle-wait-tp.out" || fail "testpmd with idle_wait=xen did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
@@ -987,14 +993,9 @@ check_idle_wait_xen() {
     # counts of a lcore caught asleep differ by one.
     x1=$(tp "show port xstats 0")
     start=$SECONDS
-    echo "quit" >&7
-    local i
-    for ((i = 0; i < 60; i++)); do kill -0 "$TP_PID" 2>/dev/null || break; sleep 1; done
-    kill -KILL "$TP_PID" 2>/dev/null && fail "testpmd did not quit within 60 s"
-    wait "$TP_PID"
+    tp_quit
     local tp_rc=$?
     quit_secs=$((SECONDS - start))
-    exec 7>&-
     ((tp_rc == 0)) || fail "testpmd exit $tp_rc: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
     ((rc == 0)) || fail "pings through testpmd with idle_wait=xen: $ping"
     local sleeps in_xen woken0 woken1
@@ -1011,20 +1012,28 @@ check_idle_wait_xen() {
     pass "refused while privcmd is restricted ($refused); xpv-bind --prepare --privcmd-hypercalls: $(grep -m1 "^privcmd: " <<<"$bound" | head -c 90); 2 SCHEDOP_poll tests passed on Xen; testpmd icmpecho with idle_sleep=10000,idle_wait=xen: idle 3 s, the domU took ${cpu}% of a CPU (Xen's accounting); $ping; $woken sleeps ended by a packet, $in_xen of $sleeps sleeps in Xen; stop in ${stop_secs} s, quit in ${quit_secs} s"
 }
 
-# tp_stop: testpmd (started by tp_start) quits; its exit is a check of its own.
-tp_stop() {
-    local i tp_rc
+# tp_quit: testpmd (started by tp_start) quits, killed after 60 s; returns its exit status.
+tp_quit() {
+    local i rc
     echo "quit" >&7
     for ((i = 0; i < 60; i++)); do kill -0 "$TP_PID" 2>/dev/null || break; sleep 1; done
     kill -KILL "$TP_PID" 2>/dev/null && xpv_log "testpmd did not quit: killed"
     wait "$TP_PID"
+    rc=$?
+    exec 7>&-
+    return $rc
+}
+
+# tp_stop: testpmd (started by tp_start) quits; its exit is a check of its own.
+tp_stop() {
+    local tp_rc
+    tp_quit
     tp_rc=$?
     if ((tp_rc == 0)) && ! grep -qE 'Segmentation|panic|PANIC' "$TP_LOG"; then
         xpv_check testpmd-exit PASS "testpmd quit cleanly after all DPDK checks"
     else
         xpv_check testpmd-exit FAIL "exit $tp_rc: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
     fi
-    exec 7>&-
 }
 
 # l3fwd_checks CHECK...: the checks that need l3fwd-power running (started once, in this shell).
