@@ -4,9 +4,18 @@
 // skipped and says why.
 #include <gtest/gtest.h>
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <chrono>
 #include <cstring>
@@ -317,6 +326,134 @@ TEST_F(XenSchedPollTest, AWaitWithNothingPendingBlocks) {
   }
   EXPECT_LE(returns, 600) << "a wait in Xen returned " << returns << " times in 0.5 s";
   EXPECT_GE(returns, 1);
+}
+
+// A pair of local ports: `a` notifies, `b` receives (its evtchn handle's
+// fd), both drained of what binding may have left.
+struct LocalPair {
+  std::unique_ptr<EventChannel> a, b;
+  uint32_t pa = 0, pb = 0;
+};
+void open_local_pair(Platform& plat, LocalPair* lp) {
+  lp->a = std::move(*plat.open_event_channel());
+  lp->b = std::move(*plat.open_event_channel());
+  auto pa = lp->a->alloc_unbound(plat.self_domid());
+  ASSERT_TRUE(pa) << pa.error().message;
+  auto pb = lp->b->bind_interdomain(plat.self_domid(), *pa);
+  ASSERT_TRUE(pb) << pb.error().message;
+  lp->pa = *pa;
+  lp->pb = *pb;
+  for (auto& h : {lp->a.get(), lp->b.get()}) {
+    while (auto p = h->pending()) {
+      if (!*p) break;
+      (void)h->unmask(**p);
+    }
+  }
+}
+
+bool nothing_arrived(void*, std::span<struct pollfd>) {
+  return false;
+}
+bool work_arrived(void*, std::span<struct pollfd>) {
+  return true;
+}
+
+// An idle thread woken by work that arrived pays the hypercall alone: no
+// ppoll, no clock_gettime system call (in a PV domU the vDSO cannot read
+// CLOCK_MONOTONIC, so reading it is one; wait_for's deadline clock must not
+// be). A child process runs the wait under a seccomp filter that kills it
+// at either call; its port is pending before the wait (a second
+// notification while the first, delivered, keeps it masked), so the first
+// return finds the work there.
+TEST_F(XenSchedPollTest, AWakeUpByWorkThatArrivedCostsTheHypercallAlone) {
+  auto sp = SchedPoll::open();
+  ASSERT_TRUE(sp) << sp.error().message;
+  LocalPair lp;
+  ASSERT_NO_FATAL_FAILURE(open_local_pair(*plat, &lp));
+  ASSERT_TRUE(lp.a->notify(lp.pa));
+  pollfd delivered{lp.b->fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&delivered, 1, 5000), 1) << "the first notification did not arrive in 5 s";
+  ASSERT_TRUE(lp.a->notify(lp.pa));  // pending now, and masked: no upcall clears it
+#if defined(__x86_64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#endif
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ppoll, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clock_gettime, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+  };
+  struct sock_fprog prog = {static_cast<unsigned short>(std::size(filter)), filter};
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0) << strerror(errno);
+  if (pid == 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(2);
+    pollfd p{lp.b->fd(), POLLIN, 0};
+    SchedPoll::WaitEnd end = SchedPoll::WaitEnd::kTimedOut;
+    const int rc = sp->wait_for({&lp.pb, 1}, {&p, 1}, 1'000'000, work_arrived, nullptr, &end);
+    ::_exit(rc != 0 ? 3 : end != SchedPoll::WaitEnd::kArrived ? 4 : 0);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_FALSE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+      << "the wake-up made a system call besides the hypercall (ppoll or clock_gettime)";
+  ASSERT_TRUE(WIFEXITED(st)) << "the child ended by signal " << WTERMSIG(st);
+  EXPECT_NE(WEXITSTATUS(st), 2) << "seccomp could not be set up";
+  EXPECT_NE(WEXITSTATUS(st), 3) << "the wait failed";
+  EXPECT_NE(WEXITSTATUS(st), 4) << "the wait did not end by arrived()";
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+// An event that brought arrived() nothing ends the wait by the fd, five
+// times in a row, each well before its deadline.
+TEST_F(XenSchedPollTest, AWaitForEndsByTheFdWhenNothingArrived) {
+  auto sp = SchedPoll::open();
+  ASSERT_TRUE(sp) << sp.error().message;
+  LocalPair lp;
+  ASSERT_NO_FATAL_FAILURE(open_local_pair(*plat, &lp));
+  for (int cycle = 0; cycle < 5; ++cycle) {
+    std::thread notifier([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      (void)lp.a->notify(lp.pa);
+    });
+    pollfd p{lp.b->fd(), POLLIN, 0};
+    SchedPoll::WaitEnd end = SchedPoll::WaitEnd::kArrived;
+    const int rc = sp->wait_for({&lp.pb, 1}, {&p, 1}, 10'000'000, nothing_arrived, nullptr, &end);
+    notifier.join();
+    ASSERT_EQ(rc, 0) << "cycle " << cycle;
+    ASSERT_EQ(end, SchedPoll::WaitEnd::kFdReady) << "cycle " << cycle;
+    EXPECT_EQ(p.revents & POLLIN, POLLIN) << "cycle " << cycle;
+    auto got = lp.b->pending();
+    ASSERT_TRUE(got && *got) << "cycle " << cycle;
+    ASSERT_TRUE(lp.b->unmask(lp.pb));
+  }
+}
+
+// With nothing arriving, the wait ends at its deadline: not before, and not
+// much after (the tick clock moves by the guest's tick, 4 ms at HZ=250).
+TEST_F(XenSchedPollTest, AWaitForEndsAtItsDeadline) {
+  auto sp = SchedPoll::open();
+  ASSERT_TRUE(sp) << sp.error().message;
+  LocalPair lp;
+  ASSERT_NO_FATAL_FAILURE(open_local_pair(*plat, &lp));
+  pollfd p{lp.b->fd(), POLLIN, 0};
+  SchedPoll::WaitEnd end = SchedPoll::WaitEnd::kArrived;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(sp->wait_for({&lp.pb, 1}, {&p, 1}, 100'000, nothing_arrived, nullptr, &end), 0);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_EQ(end, SchedPoll::WaitEnd::kTimedOut);
+  EXPECT_GE(ms, 80) << "a 100 ms wait ended after " << ms << " ms";
+  EXPECT_LE(ms, 2000) << "a 100 ms wait ended after " << ms << " ms";
 }
 
 TEST(XenSchedPollAbsent, FailsWithAClearError) {

@@ -26,7 +26,6 @@
 #include <rte_interrupts.h>
 #include <rte_power_intrinsics.h>
 
-#include "evtchn/late_eoi.h"
 #include "xen/sched_poll.h"
 #include "xenpv.h"
 
@@ -168,15 +167,14 @@ xpv::SchedPoll* thread_sched_poll() {
   return t.sp ? &*t.sp : nullptr;
 }
 
-// The sleep of xenpv_idle_wait in Xen: SCHEDOP_poll on the armed queues'
-// RX ports (taken under g_idle_mu with the fds: the queues themselves may be
-// gone by now) until one of their fds is readable (the event reached the
-// library) or `us` microseconds passed. Xen also ends a poll for any other
-// event of the vCPU, the guest kernel's tick at the latest (sched_poll.h):
-// each return looks at the fds (a ppoll that does not wait) and the clock.
-// Returns false, having not slept, when it cannot wait in Xen; else sets
-// fds' revents as ppoll does and *woken.
-bool sleep_in_xen(const uint32_t* ports, struct pollfd* fds, uint32_t n, uint32_t us, bool* woken) {
+// The sleep of xenpv_idle_wait in Xen: SchedPoll::wait_for on the armed
+// queues' RX ports (taken under g_idle_mu with the fds: the queues
+// themselves may be gone by now) until a packet arrived (`arrived` looks at
+// the queues' RX rings), a queue's fd is readable, or `us` microseconds
+// passed. Returns false, having not slept, when it cannot wait in Xen; else
+// sets fds' revents as ppoll does and *woken.
+bool sleep_in_xen(const uint32_t* ports, struct pollfd* fds, uint32_t n, uint32_t us,
+                  xpv::SchedPoll::Arrived arrived, void* ctx, bool* woken) {
   // Why a sleep waits in the kernel instead, said once a thread.
   static thread_local bool t_fallback_said = false;
   auto fallback = [](const char* why, int err) {
@@ -192,21 +190,36 @@ bool sleep_in_xen(const uint32_t* ports, struct pollfd* fds, uint32_t n, uint32_
   if (n == 0) return fallback("no started queue to wait for", 0);
   for (uint32_t i = 0; i < n; ++i)
     if (!ports[i]) return fallback("a queue is not connected", 0);
-  const uint64_t deadline = xpv::SteadyClock::instance().now_ns() + uint64_t{us} * 1000;
-  static const struct timespec kNoWait = {0, 0};
-  for (;;) {
-    // A failure (a port gone with a reconnect) leaves the rest of the sleep
-    // to ppoll, which returns at once if an event is there already.
-    if (const int rc = sp->wait({ports, n}); rc < 0) return fallback("SCHEDOP_poll", -rc);
-    if (ppoll(fds, n, &kNoWait, nullptr) > 0) {
-      *woken = true;
-      return true;
-    }
-    if (xpv::SteadyClock::instance().now_ns() >= deadline) {
-      *woken = false;
-      return true;
+  xpv::SchedPoll::WaitEnd end;
+  // A failure (a port gone with a reconnect) leaves the rest of the sleep
+  // to ppoll, which returns at once if an event is there already.
+  if (const int rc = sp->wait_for({ports, n}, {fds, n}, us, arrived, ctx, &end); rc < 0)
+    return fallback("SCHEDOP_poll", -rc);
+  *woken = end != xpv::SchedPoll::WaitEnd::kTimedOut;
+  return true;
+}
+
+// What a wait in Xen asks first at each return: whether one of the armed
+// queues' RX rings holds responses (a look at memory), marking those as
+// ppoll would their fds, so that their events are taken after the wait.
+// Under g_idle_mu, and only while no queue was freed since the list began
+// (else ppoll tells).
+struct ArmedQueues {
+  xpv::Queue* const* q;
+  uint64_t generation;
+};
+bool rx_arrived(void* ctx, std::span<struct pollfd> fds) {
+  const auto* a = static_cast<const ArmedQueues*>(ctx);
+  std::lock_guard lk(g_idle_mu);
+  if (a->generation != g_idle_generation.load(std::memory_order_relaxed)) return false;
+  bool any = false;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (a->q[i]->ring_state().rx_done) {
+      fds[i].revents = POLLIN;
+      any = true;
     }
   }
+  return any;
 }
 
 }  // namespace
@@ -259,8 +272,9 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   if (sleep) {
     cur->idle_sleeps.add();
     bool woken = false;
+    ArmedQueues aq{armed.data(), l.generation};
     if (cur->idle_wait_in_xen &&
-        sleep_in_xen(ports.data(), fds.data(), n, cur->idle_sleep_us, &woken)) {
+        sleep_in_xen(ports.data(), fds.data(), n, cur->idle_sleep_us, rx_arrived, &aq, &woken)) {
       cur->idle_sleeps_in_xen.add();
     } else {
       const struct timespec ts = {static_cast<time_t>(cur->idle_sleep_us / 1'000'000),

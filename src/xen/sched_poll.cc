@@ -112,4 +112,25 @@ int SchedPoll::wait(std::span<const uint32_t> ports) {
   return static_cast<int>(hypercall(ports, 0));
 }
 
+int SchedPoll::wait_for(std::span<const uint32_t> ports, std::span<struct pollfd> fds,
+                        uint32_t timeout_us, Arrived arrived, void* ctx, WaitEnd* end) {
+  static const struct timespec kNoWait = {0, 0};
+  const uint64_t deadline = tick_clock_ns() + uint64_t{timeout_us} * 1000;
+  for (;;) {
+    if (const int rc = wait(ports); rc < 0) return rc;
+    if (arrived(ctx, fds)) {
+      *end = WaitEnd::kArrived;
+      return 0;
+    }
+    if (::ppoll(fds.data(), fds.size(), &kNoWait, nullptr) > 0) {
+      *end = WaitEnd::kFdReady;
+      return 0;
+    }
+    if (tick_clock_ns() >= deadline) {
+      *end = WaitEnd::kTimedOut;
+      return 0;
+    }
+  }
+}
+
 }  // namespace xpv

@@ -26,6 +26,9 @@
 //    lcore).
 #pragma once
 
+#include <poll.h>
+#include <time.h>
+
 #include <cstdint>
 #include <span>
 
@@ -50,6 +53,41 @@ class SchedPoll {
   /// reaches the vCPU. Returns at once when one is pending already.
   /// 0, or -errno (no allocation: a data-path thread calls it).
   int wait(std::span<const uint32_t> ports);
+
+  /// Why wait_for() returned.
+  enum class WaitEnd {
+    kArrived,   ///< arrived() said so
+    kFdReady,   ///< one of the fds is readable (ppoll's revents set)
+    kTimedOut,  ///< timeout_us passed (by tick_clock_ns())
+  };
+  /// What wait_for() asks first at each return: whether the work waited for
+  /// is there, by a look at memory (a ring's producer index), with no system
+  /// call. It may set revents of `fds` as ppoll would, for the caller.
+  using Arrived = bool (*)(void* ctx, std::span<struct pollfd> fds);
+
+  /// A wait of an idle thread: wait() on `ports` until work came or
+  /// `timeout_us` passed. A return from Xen says only "look again", and
+  /// each look costs a PV domU some 23 us a system call under QEMU
+  /// (docs/measurements.md, run AM), so each asks, cheapest first:
+  ///  1. arrived(ctx, fds): the usual end, which then costs the hypercall
+  ///     alone;
+  ///  2. whether one of `fds` is readable (a ppoll that does not wait): an
+  ///     event that brought arrived() nothing, a timer of the caller's;
+  ///  3. tick_clock_ns() against the deadline (no system call).
+  /// 0 with *end set, or -errno of a failed hypercall (no allocation).
+  int wait_for(std::span<const uint32_t> ports, std::span<struct pollfd> fds, uint32_t timeout_us,
+               Arrived arrived, void* ctx, WaitEnd* end);
+
+  /// The clock for a deadline of such waits: CLOCK_MONOTONIC_COARSE, in
+  /// ns. It moves at the guest kernel's tick, which also ends each wait,
+  /// and the vDSO reads it from memory. CLOCK_MONOTONIC would be a system
+  /// call in a PV domU (its vDSO cannot read Xen's clock): a trip through
+  /// Xen at every return, as dear as the wait itself.
+  static uint64_t tick_clock_ns() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  }
 
   SchedPoll(SchedPoll&&) = default;
   SchedPoll& operator=(SchedPoll&&) = default;
