@@ -81,6 +81,13 @@ for v in "${KNOBS[@]}" "${SWITCHES[@]}"; do
   fi
   echo "$v=${!v}" >>"$PAYLOAD/checks/knobs.env"
 done
+# tcp-windows' DPDK ways, when not all (names of TCP_WINDOW_WAYS in checks/tcp.sh; e.g.
+# XPV_E2E_TCP_WAYS="testpmd-sleep testpmd-xwait" to weigh two of them in a shorter run).
+if [[ -n ${XPV_E2E_TCP_WAYS:-} ]]; then
+  [[ $XPV_E2E_TCP_WAYS =~ ^[a-z0-9-]+( [a-z0-9-]+)*$ ]] ||
+    { echo "CHECK e2e-payload FAIL XPV_E2E_TCP_WAYS='$XPV_E2E_TCP_WAYS': want way names separated by spaces"; exit 1; }
+  echo "XPV_E2E_TCP_WAYS=\"$XPV_E2E_TCP_WAYS\"" >>"$PAYLOAD/checks/knobs.env"
+fi
 chmod -R a+rX,go-w "$PAYLOAD"
 LOG=${LOG:-$BUILD/e2e-xen/e2e.log}
 mkdir -p "$(dirname "$LOG")"

@@ -575,8 +575,14 @@ check_tcp_windows() {
     tcp_kernel_up
     tcp_netfront_unbind 4 5
     tcp_way c
+    local wanted=${XPV_E2E_TCP_WAYS:-}
+    for name in $wanted; do
+        [[ " ${TCP_WINDOW_WAYS[*]%% *} " == *" $name "* ]] ||
+            fail "XPV_E2E_TCP_WAYS names '$name', not a way of tcp-windows (${TCP_WINDOW_WAYS[*]%% *})"
+    done
     for way in "${TCP_WINDOW_WAYS[@]}"; do
         read -r name prog devargs <<<"$way"
+        [[ -z $wanted || " $wanted " == *" $name "* ]] || continue
         if [[ $prog == xpv-fwd ]]; then
             tcp_fwd_start "$name-w" "$devargs" || fail "$name: $TCP_ERR"
             tcp_windows_way "$name" : :
