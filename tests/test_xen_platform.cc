@@ -16,10 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
-
-#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -54,6 +53,32 @@ std::optional<XsWatchEvent> wait_watch(XenStore& xs, int timeout_ms = 10000) {
     ::poll(&p, 1, 20);
   }
   return std::nullopt;
+}
+
+// A pair of local ports: `a` notifies, `b` receives (its evtchn handle's
+// fd), both drained of what binding may have left.
+struct LocalPair {
+  std::unique_ptr<EventChannel> a, b;
+  uint32_t pa = 0, pb = 0;
+};
+void open_local_pair(Platform& plat, LocalPair* lp) {
+  for (auto* h : {&lp->a, &lp->b}) {
+    auto ch = plat.open_event_channel();
+    ASSERT_TRUE(ch) << ch.error().message;
+    *h = std::move(*ch);
+  }
+  auto pa = lp->a->alloc_unbound(plat.self_domid());
+  ASSERT_TRUE(pa) << pa.error().message;
+  auto pb = lp->b->bind_interdomain(plat.self_domid(), *pa);
+  ASSERT_TRUE(pb) << pb.error().message;
+  lp->pa = *pa;
+  lp->pb = *pb;
+  for (auto& h : {lp->a.get(), lp->b.get()}) {
+    while (auto p = h->pending()) {
+      if (!*p) break;
+      (void)h->unmask(**p);
+    }
+  }
 }
 
 TEST_F(XenPlatformTest, KnowsItsDomainId) {
@@ -128,43 +153,31 @@ TEST_F(XenPlatformTest, XenstoreWatchFiresOnChange) {
 }
 
 TEST_F(XenPlatformTest, EventChannelLoopbackWithLateEoi) {
-  auto a = std::move(*plat->open_event_channel());
-  auto b = plat->open_event_channel();
-  ASSERT_TRUE(b) << b.error().message;
-  auto pa = a->alloc_unbound(plat->self_domid());
-  ASSERT_TRUE(pa) << pa.error().message;
-  auto pb = (*b)->bind_interdomain(plat->self_domid(), *pa);
-  ASSERT_TRUE(pb) << pb.error().message;
-  // Drain anything the bind raised.
-  for (auto& h : {a.get(), b->get()}) {
-    while (auto p = h->pending()) {
-      if (!*p) break;
-      (void)h->unmask(**p);
-    }
-  }
-  auto ch = LateEoiChannel::create(std::move(*b));
+  LocalPair lp;
+  ASSERT_NO_FATAL_FAILURE(open_local_pair(*plat, &lp));
+  auto ch = LateEoiChannel::create(std::move(lp.b));
   ASSERT_TRUE(ch);
   int runs = 0;
-  ASSERT_TRUE((*ch)->add_port(*pb, [&] {
+  ASSERT_TRUE((*ch)->add_port(lp.pb, [&] {
     ++runs;
     return true;
   }));
-  ASSERT_TRUE(a->notify(*pa));
+  ASSERT_TRUE(lp.a->notify(lp.pa));
   pollfd p{(*ch)->fd(), POLLIN, 0};
   ASSERT_EQ(::poll(&p, 1, 5000), 1) << "the notification arrives";
   auto r = (*ch)->process();
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(*r, 1u);
   EXPECT_EQ(runs, 1);
-  EXPECT_EQ((*ch)->counters(*pb)->unmasks, 1u);
+  EXPECT_EQ((*ch)->counters(lp.pb)->unmasks, 1u);
   // And the other way round.
-  ASSERT_TRUE((*ch)->channel().notify(*pb));
-  pollfd q{a->fd(), POLLIN, 0};
+  ASSERT_TRUE((*ch)->channel().notify(lp.pb));
+  pollfd q{lp.a->fd(), POLLIN, 0};
   ASSERT_EQ(::poll(&q, 1, 5000), 1);
-  auto got = a->pending();
+  auto got = lp.a->pending();
   ASSERT_TRUE(got && *got);
-  EXPECT_EQ(**got, *pa);
-  ASSERT_TRUE(a->unmask(*pa));
+  EXPECT_EQ(**got, lp.pa);
+  ASSERT_TRUE(lp.a->unmask(lp.pa));
 }
 
 // Linux's evtchn device hands every queued port to one read: two ports that
@@ -274,23 +287,13 @@ class XenSchedPollTest : public XenPlatformTest {};
 TEST_F(XenSchedPollTest, AWaitEndsWhenItsPortFires) {
   auto sp = SchedPoll::open();
   ASSERT_TRUE(sp) << sp.error().message;
-  auto a = std::move(*plat->open_event_channel());
-  auto b = std::move(*plat->open_event_channel());
-  auto pa = a->alloc_unbound(plat->self_domid());
-  ASSERT_TRUE(pa) << pa.error().message;
-  auto pb = b->bind_interdomain(plat->self_domid(), *pa);
-  ASSERT_TRUE(pb) << pb.error().message;
-  for (auto& h : {a.get(), b.get()}) {
-    while (auto p = h->pending()) {
-      if (!*p) break;
-      (void)h->unmask(**p);
-    }
-  }
-  const uint32_t port = *pb;
+  LocalPair lp;
+  ASSERT_NO_FATAL_FAILURE(open_local_pair(*plat, &lp));
+  const uint32_t port = lp.pb;
   for (int cycle = 0; cycle < 20; ++cycle) {
     std::thread notifier([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      (void)a->notify(*pa);
+      (void)lp.a->notify(lp.pa);
     });
     const auto t0 = std::chrono::steady_clock::now();
     int returns = 0;
@@ -298,15 +301,15 @@ TEST_F(XenSchedPollTest, AWaitEndsWhenItsPortFires) {
     while (!fired && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
       ASSERT_EQ(sp->wait({&port, 1}), 0) << "cycle " << cycle;
       ++returns;
-      pollfd p{b->fd(), POLLIN, 0};
+      pollfd p{lp.b->fd(), POLLIN, 0};
       fired = ::poll(&p, 1, 0) == 1;
     }
     notifier.join();
     ASSERT_TRUE(fired) << "cycle " << cycle << ": no event in 5 s, " << returns << " returns";
-    auto got = b->pending();
+    auto got = lp.b->pending();
     ASSERT_TRUE(got && *got) << "cycle " << cycle;
     EXPECT_EQ(**got, port);
-    ASSERT_TRUE(b->unmask(port));
+    ASSERT_TRUE(lp.b->unmask(port));
   }
 }
 
@@ -330,34 +333,45 @@ TEST_F(XenSchedPollTest, AWaitWithNothingPendingBlocks) {
   EXPECT_GE(returns, 1);
 }
 
-// A pair of local ports: `a` notifies, `b` receives (its evtchn handle's
-// fd), both drained of what binding may have left.
-struct LocalPair {
-  std::unique_ptr<EventChannel> a, b;
-  uint32_t pa = 0, pb = 0;
-};
-void open_local_pair(Platform& plat, LocalPair* lp) {
-  lp->a = std::move(*plat.open_event_channel());
-  lp->b = std::move(*plat.open_event_channel());
-  auto pa = lp->a->alloc_unbound(plat.self_domid());
-  ASSERT_TRUE(pa) << pa.error().message;
-  auto pb = lp->b->bind_interdomain(plat.self_domid(), *pa);
-  ASSERT_TRUE(pb) << pb.error().message;
-  lp->pa = *pa;
-  lp->pb = *pb;
-  for (auto& h : {lp->a.get(), lp->b.get()}) {
-    while (auto p = h->pending()) {
-      if (!*p) break;
-      (void)h->unmask(**p);
-    }
-  }
-}
-
 bool nothing_arrived(void*, std::span<struct pollfd>) {
   return false;
 }
 bool work_arrived(void*, std::span<struct pollfd>) {
   return true;
+}
+
+// Runs fn() in a child process under a seccomp filter that kills it at
+// `ppoll` or `clock_gettime` (a system call: the vDSO's reads are not).
+// Returns waitpid's status (exit 2: the filter could not be set), or -1
+// when fork failed. The child only calls fn() and _exit.
+template <typename Fn>
+int status_under_filter(Fn fn) {
+#if defined(__x86_64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#endif
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ppoll, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clock_gettime, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+  };
+  struct sock_fprog prog = {static_cast<unsigned short>(std::size(filter)), filter};
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(2);
+    ::_exit(fn());
+  }
+  int st = 0;
+  return ::waitpid(pid, &st, 0) == pid ? st : -1;
 }
 
 // An idle thread woken by work that arrived pays the hypercall alone: no
@@ -376,35 +390,13 @@ TEST_F(XenSchedPollTest, AWakeUpByWorkThatArrivedCostsTheHypercallAlone) {
   pollfd delivered{lp.b->fd(), POLLIN, 0};
   ASSERT_EQ(::poll(&delivered, 1, 5000), 1) << "the first notification did not arrive in 5 s";
   ASSERT_TRUE(lp.a->notify(lp.pa));  // pending now, and masked: no upcall clears it
-#if defined(__x86_64__)
-  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
-#endif
-  struct sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ppoll, 2, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clock_gettime, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-  };
-  struct sock_fprog prog = {static_cast<unsigned short>(std::size(filter)), filter};
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0) << strerror(errno);
-  if (pid == 0) {
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(2);
+  const int st = status_under_filter([&] {
     pollfd p{lp.b->fd(), POLLIN, 0};
     SchedPoll::WaitEnd end = SchedPoll::WaitEnd::kTimedOut;
     const int rc = sp->wait_for({&lp.pb, 1}, {&p, 1}, 1'000'000, work_arrived, nullptr, &end);
-    ::_exit(rc != 0 ? 3 : end != SchedPoll::WaitEnd::kArrived ? 4 : 0);
-  }
-  int st = 0;
-  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    return rc != 0 ? 3 : end != SchedPoll::WaitEnd::kArrived ? 4 : 0;
+  });
+  ASSERT_GE(st, 0) << "fork: " << strerror(errno);
   ASSERT_FALSE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
       << "the wake-up made a system call besides the hypercall (ppoll or clock_gettime)";
   ASSERT_TRUE(WIFEXITED(st)) << "the child ended by signal " << WTERMSIG(st);
@@ -414,19 +406,14 @@ TEST_F(XenSchedPollTest, AWakeUpByWorkThatArrivedCostsTheHypercallAlone) {
   EXPECT_EQ(WEXITSTATUS(st), 0);
   // What the deadline clock is spared here, said for the log: whether this
   // guest reads CLOCK_MONOTONIC with a system call (a PV domU: yes).
-  const pid_t probe = ::fork();
-  ASSERT_GE(probe, 0) << strerror(errno);
-  if (probe == 0) {
+  const int probe = status_under_filter([] {
     struct timespec ts;
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      ::_exit(2);
     ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    ::_exit(0);
-  }
-  ASSERT_EQ(::waitpid(probe, &st, 0), probe);
-  std::printf("[   INFO   ] CLOCK_MONOTONIC is read %s in this guest\n",
-              WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS ? "with a system call" : "by the vDSO");
+    return 0;
+  });
+  std::printf(
+      "[   INFO   ] CLOCK_MONOTONIC is read %s in this guest\n",
+      WIFSIGNALED(probe) && WTERMSIG(probe) == SIGSYS ? "with a system call" : "by the vDSO");
 }
 
 // An event that brought arrived() nothing ends the wait by the fd, five
