@@ -143,6 +143,12 @@ struct IdleList {
 };
 thread_local IdleList t_idle;
 
+// Whether no port's queues were freed since a list began at `generation`
+// (g_idle_mu held): then its queues may be touched.
+bool idle_queues_alive(uint64_t generation) {
+  return generation == g_idle_generation.load(std::memory_order_relaxed);
+}
+
 // idle_wait=xen: this thread's privcmd handle, opened at its first sleep in
 // Xen (the probe proved that it opens). A thread that cannot open it waits
 // in the kernel from then on.
@@ -211,7 +217,7 @@ struct ArmedQueues {
 bool rx_arrived(void* ctx, std::span<struct pollfd> fds) {
   const auto* a = static_cast<const ArmedQueues*>(ctx);
   std::lock_guard lk(g_idle_mu);
-  if (a->generation != g_idle_generation.load(std::memory_order_relaxed)) return false;
+  if (!idle_queues_alive(a->generation)) return false;
   bool any = false;
   for (size_t i = 0; i < fds.size(); ++i) {
     if (a->q[i]->ring_state().rx_done) {
@@ -249,7 +255,7 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   bool sleep = true;
   {
     std::lock_guard lk(g_idle_mu);
-    if (l.generation != g_idle_generation.load(std::memory_order_relaxed)) {
+    if (!idle_queues_alive(l.generation)) {
       // A port's queues were freed since the list began: only `cur`, whose
       // burst this is, is certainly alive.
       l.rxq[0] = cur;
@@ -287,7 +293,7 @@ void xenpv_idle_wait(xenpv_rxq* cur) {
   }
   {
     std::lock_guard lk(g_idle_mu);
-    const bool alive = l.generation == g_idle_generation.load(std::memory_order_relaxed);
+    const bool alive = idle_queues_alive(l.generation);
     xpv::Queue* mine = cur->q.load(std::memory_order_acquire);
     // Back to poll mode, taking the events of the queues whose fd ppoll
     // reported (or all, when it did not wait). Reading the event channel of
