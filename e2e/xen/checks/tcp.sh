@@ -18,6 +18,8 @@
 #                 spinning, so that the domU's vCPU leaves the physical CPU to dom0's netback
 #                 while it has nothing to forward, and it forwards the pages netback filled by
 #                 their grants, as fwd-zc does.
+#   xenpv-xwait:  xenpv-sleep with idle_wait=xen: its sleeps block the vCPU in Xen (SCHEDOP_poll
+#                 on the RX ports), so that a packet wakes it with no context switch.
 # And the kernel bridge once more beside a busy loop in the domU (nice 19): what the kernel
 # gets when the domU's one vCPU is never idle, as with testpmd. dom0's netback copies on the
 # same two physical CPUs (QEMU's), so a spinning domU takes CPU from it.
@@ -317,12 +319,21 @@ tcp_testpmd_on_counts() {
     TCP_ON_TSO=$(tcp_xstat 1 tx_q0_tso_packets)
     TCP_ON_CSUM=$(tcp_xstat 1 tx_q0_csum_offloaded)
     TCP_ON_SLEEPS=$(tcp_xstat_sum rx_q0_idle_sleeps)
+    TCP_ON_IN_XEN=$(tcp_xstat_sum rx_q0_idle_sleeps_in_xen)
+    TCP_ON_WOKEN=$(tcp_xstat_sum rx_q0_idle_sleeps_woken)
     TCP_ON_RX=$(tcp_xstat_sum rx_q0_packets)
     TCP_ON_KEPT=$(tcp_xstat_sum rx_q0_kept)
     TCP_ON_BY_GRANT=$(tcp_xstat_sum tx_q0_by_rx_grant)
     tcp_testpmd_stop
     ((${TCP_ON_LRO:-0} > 0 && ${TCP_ON_TSO:-0} > 0)) ||
         fail "offloads on ($1), yet port 0 took ${TCP_ON_LRO:-?} LRO packets and port 1 sent ${TCP_ON_TSO:-?} TSO packets ($TCP_ON)"
+}
+
+# tcp_privcmd_hypercalls: privcmd hypercalls allowed in the domU, which idle_wait=xen needs (check
+# idle-wait-xen did it already when it ran; once more costs a module reload).
+tcp_privcmd_hypercalls() {
+    local prep
+    prep=$("$XPV_BIND" --prepare --privcmd-hypercalls 2>&1) || fail "xpv-bind --prepare --privcmd-hypercalls: $prep"
 }
 
 check_tcp_through_domu() {
@@ -375,6 +386,16 @@ check_tcp_through_domu() {
     ((slkept > 0 && slgrant > 0 && slkept * 100 >= slrx * 85)) ||
         fail "testpmd with zerocopy=1: packets kept in their pages $slkept of $slrx (85% wanted), sent by their grants $slgrant"
 
+    # 3c. The same testpmd waiting in Xen (idle_wait=xen): its sleeps block the vCPU in Xen
+    # (SCHEDOP_poll on its RX ports), not in the guest kernel, the way make bench's windows put
+    # closest to the kernel bridge (docs/measurements.md). Every sleep must have been in Xen: one
+    # in the kernel means the wait fell back (its reason is in testpmd's log).
+    tcp_privcmd_hypercalls
+    tcp_testpmd_on xenpv-xwait ",idle_sleep=$TCP_IDLE_SLEEP,zerocopy=1,idle_wait=xen"
+    local onxw=$TCP_ON xwsleeps=$TCP_ON_SLEEPS xwin=$TCP_ON_IN_XEN xwwoken=$TCP_ON_WOKEN
+    ((xwsleeps > 0 && xwin == xwsleeps)) ||
+        fail "testpmd with idle_wait=xen: $xwin of $xwsleeps sleeps in Xen (all wanted, at least one): $onxw"
+
     # 4. xpv-fwd, offloads off then on (csum=0 as for testpmd's mac run).
     local foff fon fst
     foff=$(tcp_fwd_run fwd-off ",csum=0" --no-offloads) || fail "xpv-fwd between net_xenpv ports, offloads off: $foff"
@@ -408,6 +429,8 @@ check_tcp_through_domu() {
     local mk mkb moff mon mfoff mfon mfzc monsl
     mbit_of() { tcp_kv "$1" mbit; }
     mk=$(mbit_of "$k") mkb=$(mbit_of "$kb") moff=$(mbit_of "$off") mon=$(mbit_of "$on") monsl=$(mbit_of "$onsl")
+    local monxw
+    monxw=$(mbit_of "$onxw")
     mfoff=$(mbit_of "$foff") mfon=$(mbit_of "$fon") mfzc=$(mbit_of "$fzc")
     r() { python3 -c "print('%.2f' % ($1 / max(0.1, $2)))"; }
 
@@ -458,7 +481,7 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
     }
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
-    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy/kernel $med_sl; testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
+    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy/kernel $med_sl; testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 idle_wait=xen $monxw Mbit/s (sleeps $xwsleeps, in Xen $xwin, ended by a packet $xwwoken), on/kernel $(r "$monxw" "$mk"), CPU $(cpu_of "$onxw"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
 }
 
 # ---- tcp-windows (make bench) -----------------------------------------------------------------
@@ -568,10 +591,7 @@ check_tcp_windows() {
     done
     TCP_OLD_LIMIT=$(<"$GNTALLOC_LIMIT") || fail "no $GNTALLOC_LIMIT"
     ((TCP_OLD_LIMIT >= 2048)) || echo 2048 >"$GNTALLOC_LIMIT" || fail "cannot raise gntalloc's limit to 2048"
-    # testpmd-xwait's idle_wait=xen: privcmd hypercalls allowed (check idle-wait-xen did it
-    # already when it ran; once more costs a module reload).
-    local prep
-    prep=$("$XPV_BIND" --prepare --privcmd-hypercalls 2>&1) || fail "xpv-bind --prepare --privcmd-hypercalls: $prep"
+    tcp_privcmd_hypercalls  # testpmd-xwait's idle_wait=xen
     tcp_kernel_up
     tcp_netfront_unbind 4 5
     tcp_way c
