@@ -326,7 +326,8 @@ tcp_net_setup() {
 # vifs 2 and 3 (WAY a, the default) or 4 and 5 (WAY c, tcp-windows), after OMIT seconds not
 # counted (iperf3 -O: TCP's slow start, for short windows): "mbit=<received
 # Mbit/s> retransmits=<n> bytes=<received> csum_errors=<TcpInCsumErrors of both namespaces>
-# cpu_dom0=<%> cpu_domu=<%> pcpus=<n>": the CPU time Xen accounted to dom0 and to the domU
+# cpu_dom0=<%> cpu_domu=<%> pcpus=<n>" (and what the retransmits were, the slowest second's
+# Mbit/s): the CPU time Xen accounted to dom0 and to the domU
 # (xl list's Time(s)) over the run, in % of one physical CPU, and how many there are: where
 # the path's CPU goes, and whether the machine ran out of it (dom0 + domU near pcpus x 100).
 # Then "irqs_tx=<n> irqs_rx=<n>": the interrupts netback took on vifs 2 and 3 over the run, for
@@ -365,15 +366,18 @@ action_iperf() {
     # What TCP's retransmits were (nsa, the sender): tail-loss probes (sent when no ACK came in
     # time, whether or not anything was lost), and DSACKs received (the receiver had the
     # segment already: a spurious retransmit); at nsb, segments that came out of order; in dom0,
-    # packets the CPUs' input backlogs dropped (/proc/net/softnet_stat, second column).
+    # packets the CPUs' input backlogs dropped (/proc/net/softnet_stat, second column). Last, at
+    # nsa, retransmission timeouts (TcpExtTCPTimeouts): a loss no fast retransmit repaired,
+    # which stops the stream for 200 ms or more.
     tcp_why() {
-        local v
+        local v rto
         v=$(ip netns exec nsa nstat -az TcpExtTCPLossProbes TcpExtTCPDSACKRecv 2>/dev/null |
             awk '$1 == "TcpExtTCPLossProbes" { p = $2 } $1 == "TcpExtTCPDSACKRecv" { d = $2 } END { print p + 0, d + 0 }')
+        rto=$(ip netns exec nsa nstat -az TcpExtTCPTimeouts 2>/dev/null | awk '$1 == "TcpExtTCPTimeouts" { print $2 + 0 }')
         local o n=0 x d
         o=$(ip netns exec nsb nstat -az TcpExtTCPOFOQueue 2>/dev/null | awk '$1 == "TcpExtTCPOFOQueue" { print $2 + 0 }')
         while read -r x d x; do n=$((n + 16#$d)); done </proc/net/softnet_stat  # hex
-        echo "$v ${o:-0} $n"
+        echo "$v ${o:-0} $n ${rto:-0}"
     }
     local why0 why1
     why0=$(tcp_why)
@@ -393,12 +397,16 @@ try:
     d = json.loads(sys.argv[1])
     if "error" in d: raise ValueError(d["error"])
     r, s = d["end"]["sum_received"], d["end"]["sum_sent"]
-    try:  # loss probes, DSACKs received, out-of-order segments, backlog drops over the run
+    try:  # loss probes, DSACKs received, out-of-order segments, backlog drops, timeouts over the run
         w0, w1 = [int(x) for x in sys.argv[11].split()], [int(x) for x in sys.argv[12].split()]
-        why = " loss_probes=%d dsacks=%d ofo=%d backlog_drops=%d" % tuple(b - a for a, b in zip(w0, w1))
-        assert len(w0) == len(w1) == 4
+        assert len(w0) == len(w1) == 5
+        why = " loss_probes=%d dsacks=%d ofo=%d backlog_drops=%d rtos=%d" % tuple(b - a for a, b in zip(w0, w1))
     except Exception:
         why = ""
+    # The slowest of the counted seconds (iperf3 -O leaves the omitted ones out): a stall
+    # shows there, where the mean of the run hides it.
+    secs = [i["sum"]["bits_per_second"] / 1e6 for i in d.get("intervals", []) if not i["sum"].get("omitted")]
+    why += " slowest_second=%.1f" % min(secs) if secs else ""
     try:  # the figures of the run stand without the CPU shares
         c0, c1, wall = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()], float(sys.argv[5])
         cpu = ["%.0f" % (100.0 * (b - a) / max(wall, 0.001)) for a, b in zip(c0, c1)]

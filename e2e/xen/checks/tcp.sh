@@ -43,7 +43,8 @@ TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
 TCP_WINDOWS=${XPV_E2E_TCP_WINDOWS:-0}
 TCP_WINDOW_SECONDS=${XPV_E2E_TCP_WINDOW_SECONDS:-3}
 TCP_WINDOW_OMIT=1
-# "label mbit dom0%/domU% ctxt/intr-a-MiB user/system/irq/idle/steal%" lines, in order
+# "label mbit dom0%/domU% ctxt/intr-a-MiB user/system/irq/idle/steal% retransmits/timeouts/slowest-second-mbit"
+# lines, in order
 TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows
 # testpmd's idle_sleep (xenpv-sleep, testpmd-sleep): the longest sleep, in microseconds. A packet
 # ends a sleep at once, so a sleep that ends without one only costs the vCPU another round of
@@ -473,7 +474,7 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
     retr_of() { tcp_kv "$1" retransmits; }
     # What the retransmits were: tail-loss probes/DSACKs received at nsa, out-of-order segments
     # at nsb, dom0's input backlog drops (action_iperf).
-    why_of() { tcp_kv "$1" loss_probes dsacks ofo backlog_drops; }
+    why_of() { tcp_kv "$1" loss_probes dsacks ofo backlog_drops rtos; }
     # xpv-fwd's notifications to netback and events from it (both ports), per forwarded packet.
     fwd_kicks() {
         grep -oE '(rx|notifies|events) [0-9]+' <<<"$1" | awk '$1 == "rx" { p += $2 } $1 == "notifies" { n += $2 } $1 == "events" { e += $2 }
@@ -481,7 +482,7 @@ print("%.2f %.2f %.2f %.2f" % tuple(statistics.median(x[i] / max(0.1, x[0]) for 
     }
     local pcpus
     pcpus=$(tcp_kv "$k" pcpus)
-    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy/kernel $med_sl; testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 idle_wait=xen $monxw Mbit/s (sleeps $xwsleeps, in Xen $xwin, ended by a packet $xwwoken), on/kernel $(r "$monxw" "$mk"), CPU $(cpu_of "$onxw"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
+    pass "iperf3 TCP ${TCP_SECONDS}s nsa -> domU -> nsb, TcpInCsumErrors 0 in each: kernel bridge $mk Mbit/s; net_xenpv offloads off $moff Mbit/s; offloads on $mon Mbit/s (port 0 LRO packets $lro, port 1 TSO packets $tso, checksums offloaded $csum); on/off $(r "$mon" "$moff"), on/kernel $(r "$mon" "$mk"); xpv-fwd (sleeps on RX interrupts) off $mfoff Mbit/s, on $mfon Mbit/s (LRO packets $flro, TSO packets $ftso, wake-ups $fwake, ${fcpu:-?}% of the vCPU), xpv-fwd on/off $(r "$mfon" "$mfoff"), xpv-fwd on/kernel $(r "$mfon" "$mk"); ${#rounds[@]} rounds, kernel bridge/testpmd on/xpv-fwd on/xpv-fwd zero-copy/testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy Mbit/s: ${rounds[*]}, medians of the rounds' ratios: testpmd on/kernel $med_tp, xpv-fwd on/kernel $med_fwd, xpv-fwd zero-copy/kernel $med_zc, testpmd idle_sleep=$TCP_IDLE_SLEEP zero-copy/kernel $med_sl; testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 $monsl Mbit/s (sleeps $sleeps, packets kept in their pages $slkept of $slrx, sent by their grants $slgrant), on/kernel $(r "$monsl" "$mk"), CPU $(cpu_of "$onsl"); testpmd on with idle_sleep=$TCP_IDLE_SLEEP zerocopy=1 idle_wait=xen $monxw Mbit/s (sleeps $xwsleeps, in Xen $xwin, ended by a packet $xwwoken), on/kernel $(r "$monxw" "$mk"), CPU $(cpu_of "$onxw"); xpv-fwd on with zerocopy=1 $mfzc Mbit/s (packets kept in their pages $fzkept of $fzrx, sent by their grants $fzgrant, ${fzcpu:-?}% of the vCPU), on/kernel $(r "$mfzc" "$mk"), CPU $(cpu_of "$fzc"), notifications/events $(fwd_kicks "$fzst") (copying: $(fwd_kicks "$fst")), retransmits $(retr_of "$fzc"), drops $(nbdrop_of "$fzc"); $(fwd_drops "$fzc"); kernel bridge beside a busy loop in the domU $mkb Mbit/s; CPU as Xen accounted it, dom0%/domU% of one of ${pcpus:-?} physical CPUs: kernel bridge $(cpu_of "$k"), beside a busy loop $(cpu_of "$kb"), testpmd off $(cpu_of "$off") on $(cpu_of "$on"), xpv-fwd off $(cpu_of "$foff") on $(cpu_of "$fon"); netback's interrupts for TX/RX requests: kernel bridge $(irq_of "$k"), testpmd off $(irq_of "$off") on $(irq_of "$on"), xpv-fwd off $(irq_of "$foff") on $(irq_of "$fon"); where packets were lost (TCP retransmits; netback's drops to/from the domU; testpmd's TX-dropped/TX ring full/RX no mbuf, or xpv-fwd's drops): kernel bridge $(retr_of "$k"); $(nbdrop_of "$k"), testpmd off $(retr_of "$off"); $(nbdrop_of "$off"); $drops_off, on $(retr_of "$on"); $(nbdrop_of "$on"); $drops_on, xpv-fwd off $(retr_of "$foff"); $(nbdrop_of "$foff"); $(fwd_drops "$foff"), on $(retr_of "$fon"); $(nbdrop_of "$fon"); $(fwd_drops "$fon"); what the retransmits were (tail-loss probes/DSACKs received/out-of-order segments at nsb/dom0 backlog drops/retransmission timeouts): kernel bridge $(why_of "$k"), testpmd on $(why_of "$on"), xpv-fwd on $(why_of "$fon")"
 }
 
 # ---- tcp-windows (make bench) -----------------------------------------------------------------
@@ -498,7 +499,7 @@ tcp_window() {
     mbit=$(tcp_kv "$out" mbit) bytes=$(tcp_kv "$out" bytes)
     [[ -n $mbit && $(tcp_kv "$out" csum_errors) == 0 ]] || { echo "$out"; return 1; }
     ((bytes > 0)) || bytes=1
-    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / bytes))/$(((i1 - i0) * 1048576 / bytes)) $(tcp_cpu_split "${cpu0[@]}" "${TCP_CPU[@]}")" >>"$TCP_WINDOWS_FILE"
+    echo "$1 $mbit $(tcp_kv "$out" cpu_dom0 cpu_domu) $(((c1 - c0) * 1048576 / bytes))/$(((i1 - i0) * 1048576 / bytes)) $(tcp_cpu_split "${cpu0[@]}" "${TCP_CPU[@]}") $(tcp_kv "$out" retransmits rtos slowest_second)" >>"$TCP_WINDOWS_FILE"
     echo "$mbit"
 }
 
@@ -659,5 +660,6 @@ medians("domU context switches/interrupts a MiB", sw)
 medians("domU vCPU user/system/irq/idle/steal%", split)
 EOF
     ) || fail "cannot judge the windows: $judged"
-    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
+    # A window far below its neighbours is a stall (the slowest second shows it) or a spell of the VM.
+    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; TCP retransmits/retransmission timeouts/slowest second (Mbit/s), in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $6 }' "$TCP_WINDOWS_FILE"); Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
 }
