@@ -660,6 +660,7 @@ medians("domU context switches/interrupts a MiB", sw)
 medians("domU vCPU user/system/irq/idle/steal%", split)
 EOF
     ) || fail "cannot judge the windows: $judged"
-    # A window far below its neighbours is a stall (the slowest second shows it) or a spell of the VM.
-    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; TCP retransmits/retransmission timeouts/slowest second (Mbit/s), in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $6 }' "$TCP_WINDOWS_FILE"); Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
+    # A window far below its neighbours is a stall (the slowest second shows it), or slow from end
+    # to end: its CPU split says whether the domU or dom0 lacked CPU.
+    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; TCP retransmits/retransmission timeouts/slowest second (Mbit/s) and CPU dom0%/domU%, in order: $(awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $6, $3 }' "$TCP_WINDOWS_FILE"); Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
 }
