@@ -43,8 +43,8 @@ TCP_MAC_B=02:77:00:00:00:02           # nsb's veth
 TCP_WINDOWS=${XPV_E2E_TCP_WINDOWS:-0}
 TCP_WINDOW_SECONDS=${XPV_E2E_TCP_WINDOW_SECONDS:-3}
 TCP_WINDOW_OMIT=1
-# "label mbit dom0%/domU% ctxt/intr-a-MiB user/system/irq/idle/steal% retransmits/timeouts/slowest-second-mbit"
-# lines, in order
+# "label mbit dom0%/domU% ctxt/intr-a-MiB user/system/irq/idle/steal% retransmits/timeouts/slowest-second-mbit
+# [port-0-rx-packets, testpmd's windows]" lines, in order
 TCP_WINDOWS_FILE=$XPV_RUN_DIR/tcp-windows
 # testpmd's idle_sleep (xenpv-sleep, testpmd-sleep): the longest sleep, in microseconds. A packet
 # ends a sleep at once, so a sleep that ends without one only costs the vCPU another round of
@@ -542,12 +542,22 @@ tcp_windows_way() {
         x=$(tcp_window "$name" c)
         rc=$?
         $stop
+        ((rc == 0)) && [[ $stop == tcp_tp_halt ]] && tcp_window_rx_packets
         ((rc == 0)) || fail "$name, window $i of $TCP_WINDOWS: $x"
         x=$(tcp_window kernel a) || fail "the kernel bridge's window after $name's window $i: $x"
     done
 }
 
 tcp_tp_go() { tp "start" >/dev/null && nice_lcore_workers "$TP_PID" 0 >/dev/null; }
+# tcp_window_rx_packets: after a testpmd window's stop, the packets its port 0 received (the
+# stream's data, as LRO packets) from testpmd's statistics for the window, appended to the
+# window's line: fewer packets for the same Mbit/s are bigger ones.
+tcp_window_rx_packets() {
+    local n
+    n=$(awk '/Forward statistics for port 0/ { p = 1; next } /Forward statistics for port|Accumulated/ { p = 0 }
+        p { for (i = 1; i < NF; i++) if ($i == "RX-packets:") { print $(i + 1); exit } }' <<<"$TCP_TP_STOP")
+    sed -i "\$ s/\$/ ${n:-?}/" "$TCP_WINDOWS_FILE"
+}
 tcp_tp_halt() { TCP_TP_STOP=$(tp "stop"); }
 
 # The DPDK ways of the windows, each against the kernel bridge: NAME PROGRAM DEVARGS. testpmd:
@@ -662,5 +672,5 @@ EOF
     ) || fail "cannot judge the windows: $judged"
     # A window far below its neighbours is a stall (the slowest second shows it), or slow from end
     # to end: its CPU split says whether the domU or dom0 lacked CPU.
-    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; TCP retransmits/retransmission timeouts/slowest second (Mbit/s) and CPU dom0%/domU%, in order: $(awk '{ printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $6, $3 }' "$TCP_WINDOWS_FILE"); Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
+    pass "windows of ${TCP_WINDOW_SECONDS}s after ${TCP_WINDOW_OMIT}s, the kernel bridge (vifs 2, 3) and a DPDK way (vifs 4, 5) taking turns, TcpInCsumErrors 0 in each: ${judged}counts: $TCP_WAY_COUNTS; TCP retransmits/retransmission timeouts/slowest second (Mbit/s), CPU dom0%/domU% and testpmd's port 0 RX packets, in order: $(awk '{ printf "%s%s %s %s%s", (NR > 1 ? ", " : ""), $1, $6, $3, (NF >= 7 ? " " $7 : "") }' "$TCP_WINDOWS_FILE"); Mbit/s in order: $(awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }' "$TCP_WINDOWS_FILE")"
 }
