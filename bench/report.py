@@ -392,12 +392,17 @@ def xen_tcp_figures(tcp_line):
         m = re.search(label + r" ([0-9.]+) Mbit/s", tcp_line)
         return float(m.group(1)) if m else None
     t_k, t_off, t_on = mbit("kernel bridge"), mbit("offloads off"), mbit("offloads on")
+
+    def over_kernel(v, note=""):
+        """A way's Mbit/s over the kernel bridge's, and the text the report shows for it."""
+        k = v / t_k if v is not None and t_k else None
+        return k, f"{fmt(k, '.2f')} ({fmt(v, '.0f')} / {fmt(t_k, '.0f')} Mbit/s{note})"
     on_off = t_on / t_off if t_on is not None and t_off else None
-    on_k = t_on / t_k if t_on is not None and t_k else None
+    on_k, on_k_shown = over_kernel(t_on)
     # xpv-fwd, which sleeps on RX interrupts where testpmd spins.
     f_off, f_on = mbit(r"\(sleeps on RX interrupts\) off"), mbit(r"Mbit/s, on")
     f_on_off = f_on / f_off if f_on is not None and f_off else None
-    f_on_k = f_on / t_k if f_on is not None and t_k else None
+    f_on_k, f_on_k_shown = over_kernel(f_on)
     # The on/kernel targets: the medians of the check's alternating rounds when it ran more
     # than one (one round's ratio can flip on a noisy machine), else its one round.
     # (Logs before zero-copy joined the rounds have three runs a round and two medians.)
@@ -413,21 +418,15 @@ def xen_tcp_figures(tcp_line):
     sleep_us = re.search(r"testpmd on with idle_sleep=(\d+)", tcp_line)
     sleep_us = sleep_us.group(1) if sleep_us else "50"
     # xpv-fwd with zerocopy=1 (received into the granted pages, sent on by their grants).
-    z_on = mbit(r"xpv-fwd on with zerocopy=1")
-    z_on_k = z_on / t_k if z_on is not None and t_k else None
-    on_k_shown = f"{fmt(on_k, '.2f')} ({fmt(t_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
-    f_on_k_shown = f"{fmt(f_on_k, '.2f')} ({fmt(f_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
-    z_on_k_shown = f"{fmt(z_on_k, '.2f')} ({fmt(z_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
+    z_on_k, z_on_k_shown = over_kernel(mbit(r"xpv-fwd on with zerocopy=1"))
     # testpmd with idle_sleep (its lcore sleeps when idle instead of spinning), and zerocopy=1.
-    s_on = mbit(r"testpmd on with idle_sleep=\d+(?: zerocopy=1)?")
-    s_on_k = s_on / t_k if s_on is not None and t_k else None
-    s_on_k_shown = f"{fmt(s_on_k, '.2f')} ({fmt(s_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s)"
+    s_on_k, s_on_k_shown = over_kernel(mbit(r"testpmd on with idle_sleep=\d+(?: zerocopy=1)?"))
     # The same testpmd waiting in Xen (idle_wait=xen): one run, in the first round only (logs
     # before it joined the check have none).
     x_on = mbit(r"testpmd on with idle_sleep=\d+ zerocopy=1 idle_wait=xen")
-    x_on_k = x_on / t_k if x_on is not None and t_k else None
-    x_on_k_shown = (f"{fmt(x_on_k, '.2f')} ({fmt(x_on, '.0f')} / {fmt(t_k, '.0f')} Mbit/s, one run of the first round)"
-                    if x_on is not None else "n/a (not in this tcp-through-domu line)")
+    x_on_k, x_on_k_shown = over_kernel(x_on, ", one run of the first round")
+    if x_on is None:
+        x_on_k_shown = "n/a (not in this tcp-through-domu line)"
     if m and int(m.group(1)) > 1:
         on_k, f_on_k = float(m.group(3)), float(m.group(4))
         per = m.group(2).strip().split()
