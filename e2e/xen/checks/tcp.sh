@@ -276,8 +276,9 @@ tcp_netfront_unbind() {
 # tcp_testpmd_on LABEL [DEVARGS]: one iperf3 run through testpmd's csum engine between net_xenpv
 # ports with LRO, TSO and checksum offload (and DEVARGS, e.g. ",idle_sleep=10000"). Sets TCP_ON
 # (tcp_iperf's summary), TCP_ON_DROPS (tcp_tp_drops), TCP_ON_LRO, TCP_ON_TSO, TCP_ON_CSUM,
-# TCP_ON_SLEEPS, TCP_ON_RX, TCP_ON_KEPT and TCP_ON_BY_GRANT (the ports' counts; sleeps, packets
-# received, kept in their pages and sent by those pages' grants: of both ports); fails the
+# TCP_ON_SLEEPS, TCP_ON_IN_XEN, TCP_ON_WOKEN, TCP_ON_RX, TCP_ON_KEPT and TCP_ON_BY_GRANT (the ports'
+# counts; sleeps, of them in Xen and ended by a packet, packets received, kept in their pages and
+# sent by those pages' grants: of both ports); fails the
 # check when testpmd refuses the set-up, the run fails or no LRO or TSO packet went through.
 tcp_testpmd_on() {
     local x
@@ -533,7 +534,8 @@ tcp_cpu_split() {
 }
 
 # tcp_windows_way NAME START STOP: TCP_WINDOWS windows of NAME (way c), each between two windows of
-# the kernel bridge (way a). START and STOP let NAME forward and stop it around its windows.
+# the kernel bridge (way a). START and STOP let NAME forward and stop it around its windows; STOP
+# gets the window's status (0: its line is the last of TCP_WINDOWS_FILE).
 tcp_windows_way() {
     local name=$1 start=$2 stop=$3 i x rc
     x=$(tcp_window kernel a) || fail "the kernel bridge's window before $name's first: $x"
@@ -541,8 +543,7 @@ tcp_windows_way() {
         $start
         x=$(tcp_window "$name" c)
         rc=$?
-        $stop
-        ((rc == 0)) && [[ $stop == tcp_tp_halt ]] && tcp_window_rx_packets
+        $stop "$rc"
         ((rc == 0)) || fail "$name, window $i of $TCP_WINDOWS: $x"
         x=$(tcp_window kernel a) || fail "the kernel bridge's window after $name's window $i: $x"
     done
@@ -558,7 +559,10 @@ tcp_window_rx_packets() {
         p { for (i = 1; i < NF; i++) if ($i == "RX-packets:") { print $(i + 1); exit } }' <<<"$TCP_TP_STOP")
     sed -i "\$ s/\$/ ${n:-?}/" "$TCP_WINDOWS_FILE"
 }
-tcp_tp_halt() { TCP_TP_STOP=$(tp "stop"); }
+tcp_tp_halt() {
+    TCP_TP_STOP=$(tp "stop")
+    (($1 != 0)) || tcp_window_rx_packets
+}
 
 # The DPDK ways of the windows, each against the kernel bridge: NAME PROGRAM DEVARGS. testpmd:
 # the csum engine with the offloads, stopped between its windows; xpv-fwd: the offloads, asleep
@@ -578,9 +582,8 @@ TCP_WAY_COUNTS=
 tcp_way_counts() {
     local rx sleeps woken events notifies in_xen=0
     if [[ $2 == testpmd ]]; then
-        rx=$(tcp_xstat_sum rx_q0_packets) sleeps=$(tcp_xstat_sum rx_q0_idle_sleeps)
-        woken=$(tcp_xstat_sum rx_q0_idle_sleeps_woken) events=$(tcp_xstat_sum q0_events)
-        notifies=$(tcp_xstat_sum q0_notifies) in_xen=$(tcp_xstat_sum rx_q0_idle_sleeps_in_xen)
+        rx=$TCP_ON_RX sleeps=$TCP_ON_SLEEPS woken=$TCP_ON_WOKEN in_xen=$TCP_ON_IN_XEN
+        events=$(tcp_xstat_sum q0_events) notifies=$(tcp_xstat_sum q0_notifies)
     else
         read -r rx sleeps woken events notifies < <(awk '
             /^xpv-fwd: port [01]: rx/ { for (i = 1; i < NF; i++) { if ($i == "rx") r += $(i + 1)
