@@ -956,7 +956,11 @@ check_event_mode_first() { check_event_mode; }
 #    takes its whole vCPU); 20 pings half a second apart are answered, and most of them found the
 #    lcore asleep and ended its sleep (a sleep that waited out its 10 ms would still answer: the
 #    count of sleeps a packet ended is what tells); every sleep was spent in Xen; and stop and
-#    quit come back.
+#    quit come back. 5. What an idle lcore costs the domU with each wait, for the log: the same
+#    testpmd idle with the wait in Xen, then waiting in the guest kernel (ppoll), then no testpmd:
+#    Xen's accounting and the guest's timer interrupts a second (idle_cpu_figure). A wait in Xen
+#    keeps the guest's periodic tick, which ends it (xen/sched_poll.h); a wait in the kernel lets
+#    the idle guest stop it.
 check_idle_wait_xen() {
     local log=$XPV_RUN_DIR/idle-wait-refused.log out rc passed skipped
     timeout 300 dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix iwx --lcores=0@0 \
@@ -985,8 +989,9 @@ check_idle_wait_xen() {
     tp "start" >/dev/null || fail "start failed"
     sleep 1
     local cpu x0 x1 ping stop_secs quit_secs start
-    cpu=$(xpv_dom0 domu_cpu 3) || fail "domU CPU: $cpu"
-    cpu=${cpu#cpu_domu=}
+    cpu=$(idle_cpu_figure) || fail "domU CPU: $cpu"
+    local idle_xen="$cpu"
+    cpu=${cpu%%%*}
     x0=$(tp "show port xstats 0")
     ping=$(xpv_dom0 ping "$ICMPECHO_IP" 20 56)
     rc=$?
@@ -1013,7 +1018,30 @@ check_idle_wait_xen() {
     # must have ended one. A wait that a packet cannot end would count none.
     ((woken >= 10)) || fail "most of 20 pings should have ended a sleep: $figures"
     ((${cpu%.*} < 50)) || fail "idle, the domU should take little CPU: $figures"
-    pass "refused while privcmd is restricted ($refused); xpv-bind --prepare --privcmd-hypercalls: $(grep -m1 "^privcmd: " <<<"$bound" | head -c 90); $passed SCHEDOP_poll tests passed on Xen (${clock:-no word on CLOCK_MONOTONIC}); testpmd icmpecho with idle_sleep=10000,idle_wait=xen: idle 3 s, the domU took ${cpu}% of a CPU (Xen's accounting); $ping; $woken sleeps ended by a packet, $in_xen of $sleeps sleeps in Xen; stop in ${stop_secs} s, quit in ${quit_secs} s"
+    # 5. The same idle testpmd waiting in the kernel, then the domU without it.
+    local idle_kernel idle_none
+    tp_start ",idle_sleep=10000" >"$XPV_RUN_DIR/idle-wait-kernel-tp.out" || fail "testpmd with idle_sleep=10000 did not start: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
+    tp "set portlist 0" >/dev/null
+    tp "set fwd icmpecho" >/dev/null
+    tp "start" >/dev/null || fail "start (waiting in the kernel) failed"
+    sleep 1
+    idle_kernel=$(idle_cpu_figure) || fail "domU CPU, waiting in the kernel: $idle_kernel"
+    tp "stop" 30 >/dev/null
+    tp_quit || fail "testpmd (waiting in the kernel) exit $?: $(tail -n 3 "$TP_LOG" | tr '\n' ' ')"
+    idle_none=$(idle_cpu_figure) || fail "domU CPU, no testpmd: $idle_none"
+    pass "refused while privcmd is restricted ($refused); xpv-bind --prepare --privcmd-hypercalls: $(grep -m1 "^privcmd: " <<<"$bound" | head -c 90); $passed SCHEDOP_poll tests passed on Xen (${clock:-no word on CLOCK_MONOTONIC}); testpmd icmpecho with idle_sleep=10000,idle_wait=xen: idle 3 s, the domU took ${cpu}% of a CPU (Xen's accounting); $ping; $woken sleeps ended by a packet, $in_xen of $sleeps sleeps in Xen; stop in ${stop_secs} s, quit in ${quit_secs} s; idle 3 s, the domU's CPU (Xen's accounting) and its timer interrupts: testpmd waiting in Xen $idle_xen, waiting in the kernel $idle_kernel, no testpmd $idle_none"
+}
+
+# idle_cpu_figure: over 3 s, the CPU Xen accounted to this domU and the guest's timer interrupts
+# a second (the /proc/interrupts lines named timer*: its periodic tick and one-shot timers), as
+# "N% (T timer interrupts/s)".
+idle_cpu_figure() {
+    local cpu t0 t1 w0 w1
+    timer_irqs() { awk '$NF ~ /^timer[0-9]*$/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts; }
+    t0=$(timer_irqs) w0=$EPOCHREALTIME
+    cpu=$(xpv_dom0 domu_cpu 3) || { echo "$cpu"; return 1; }
+    t1=$(timer_irqs) w1=$EPOCHREALTIME
+    python3 -c "print('%s%% (%.0f timer interrupts/s)' % ('${cpu#cpu_domu=}', ($t1 - $t0) / ($w1 - $w0)))"
 }
 
 # tp_quit: testpmd (started by tp_start) quits, killed after 60 s; returns its exit status.
