@@ -20,6 +20,10 @@ XPV_CHECKS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 XPV_RUN_DIR=/run/xpv
 XPV_CHECK_TIMEOUT=${XPV_CHECK_TIMEOUT:-900}  # seconds per check
 XPV_RPC_TIMEOUT=${XPV_RPC_TIMEOUT:-300}      # seconds a domU waits for dom0 to answer a request
+# Seconds between two reads of dom0's answer while its watch stays quiet (the watch says when it
+# comes; the reads are for a watch that ended). Each read starts a process in the domU: a caller
+# that measures the domU's data path meanwhile sets it longer than the request takes.
+XPV_RPC_POLL=${XPV_RPC_POLL:-2}
 # Only these checks run when set (words of check names; scripts/e2e-xen.sh writes it from the
 # environment's XPV_E2E_ONLY): a short run while developing a check. Name its prerequisites too.
 XPV_E2E_ONLY=""
@@ -155,7 +159,7 @@ xpv_dom0() {
             echo "dom0 did not answer '$*' within ${XPV_RPC_TIMEOUT}s"
             return 124
         fi
-        xpv_xs_watch_next 2
+        xpv_xs_watch_next "$XPV_RPC_POLL"
     done
     xpv_xs_watch_close
     xenstore-read data/xpv/out 2>/dev/null
