@@ -4,7 +4,8 @@
 #
 # Suites: unit (GoogleTest, plain build), unit-asan (the same under ASan+UBSan), tools
 # (xpv-bind against a fake guest, in python3-minimal's module set), bench-report (make bench's
-# statistics on made-up rounds), integration (real processes: xpv-netback, the example,
+# statistics on made-up rounds), e2e-lib (the e2e harness's request to dom0 against stand-ins
+# of the xenstore tools), integration (real processes: xpv-netback, the example,
 # testpmd), fuzz (a bounded libFuzzer run), docs (the API
 # reference and the NIC guide page build without a warning), arm64 (library, tools, PMD and
 # unit tests cross-built for aarch64; the ring's barriers in the arm64 code), arm64-unit
@@ -109,6 +110,9 @@ if want tools && [[ -x tests/tools/test_xpv_bind.py ]]; then
 fi
 if want bench-report && [[ -x tests/bench/test_report.py ]]; then
   run_checks bench-report tests/bench/test_report.py
+fi
+if want e2e-lib && [[ -x tests/e2e/test_rpc.sh ]]; then
+  run_checks e2e-lib tests/e2e/test_rpc.sh
 fi
 if want integration && [[ -x tests/integration/run.sh ]]; then
   run_checks integration tests/integration/run.sh --build "$BUILD" ${ASAN:+--asan "$ASAN"}
