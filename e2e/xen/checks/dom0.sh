@@ -419,10 +419,8 @@ except Exception as e:
     sys.exit(1)' "$out" "$((e1 - e0))" "$c0" "$c1" "$(python3 -c "print($w1 - $w0)")" "$pcpus" "$((t1 - t0))" "$((r1 - r0))" "$((d1 - d0))" "$((f1 - f0))" "$why0" "$why1"
 }
 
-# action_irqs PATTERN: the sum of /proc/interrupts counts of the lines matching PATTERN (dom0).
-action_irqs() {
-    awk -v p="$1" '$0 ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts
-}
+# action_irqs REGEX: the sum of dom0's /proc/interrupts counts of the lines named by REGEX.
+action_irqs() { xpv_irq_sum "$1"; }
 
 # The PV domU runs every check; then a PVH domU (and, opted in, an HVM one) runs the
 # guest-type-dependent ones (see the end of domu.sh). One domU at a time, on the same vifs and

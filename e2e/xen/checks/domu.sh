@@ -421,7 +421,7 @@ check_kernel_vs_xenpv() {
     local irqnames
     irqnames=$(awk -v p="$eth0|vif0" '$NF ~ "^(" p ")(-|$)" { printf "%s ", $NF }' /proc/interrupts)
     [[ -n $irqnames ]] || fail "no /proc/interrupts line named after $eth0: $(grep -i xen /proc/interrupts | tr -s ' ' | tr '\n' ';')"
-    irq0=$(awk -v p="$eth0|vif0" '$NF ~ "^(" p ")(-|$)" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)
+    irq0=$(xpv_irq_sum "^($eth0|vif0)(-|$)")
     # Linux keeps per-xenbus-device event statistics (events, spurious_events,
     # jiffies_eoi_delayed) since the late-EOI fix; the seeds' table compares them.
     local sysd=/sys/bus/xen/devices/vif-0 ev0 sp0 de0
@@ -436,7 +436,7 @@ check_kernel_vs_xenpv() {
     nice_lcore_workers "$TP_PID" >/dev/null
     sleep 2
     c1=$(xpv_dom0 vif_counts 0)
-    irq1=$(awk -v p="$eth0|vif0" '$NF ~ "^(" p ")(-|$)" { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)
+    irq1=$(xpv_irq_sum "^($eth0|vif0)(-|$)")
     tp "set portlist 0" >/dev/null
     sent=$(fwd_stat "$out" 1 TX-packets)
     local rx0 rx1 _
@@ -1037,10 +1037,9 @@ check_idle_wait_xen() {
 # "N% (T timer interrupts/s)".
 idle_cpu_figure() {
     local cpu t0 t1 w0 w1
-    timer_irqs() { awk '$NF ~ /^timer[0-9]*$/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts; }
-    t0=$(timer_irqs) w0=$EPOCHREALTIME
+    t0=$(xpv_irq_sum '^timer[0-9]*$') w0=$EPOCHREALTIME
     cpu=$(xpv_dom0 domu_cpu 3) || { echo "$cpu"; return 1; }
-    t1=$(timer_irqs) w1=$EPOCHREALTIME
+    t1=$(xpv_irq_sum '^timer[0-9]*$') w1=$EPOCHREALTIME
     python3 -c "print('%s%% (%.0f timer interrupts/s)' % ('${cpu#cpu_domu=}', ($t1 - $t0) / ($w1 - $w0)))"
 }
 

@@ -166,6 +166,12 @@ xpv_dom0() {
     return "${resp#* }"
 }
 
+# xpv_irq_sum REGEX: the sum, over all CPUs, of the /proc/interrupts counts of the lines whose
+# name (the last field) matches the extended REGEX (either side).
+xpv_irq_sum() {
+    awk -v p="$1" '$NF ~ p { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts
+}
+
 # xpv_vif_netdev N: the kernel netdev name of vif N (needs xen-netfront bound to it).
 xpv_vif_netdev() {
     local d
